@@ -1,0 +1,9 @@
+//! vramfit: does an LLM fine-tune or inference job fit in GPU memory and system RAM?
+//!
+//! Data flows one way: [`model`] (pure estimate) → [`advice`] (verdict and remedies) → [`ui`] (Yew page).
+//! Only [`ui`] and [`web`] know they run in a browser; everything else is plain Rust, tested natively.
+
+pub mod bytes;
+pub mod cli;
+pub mod ui;
+pub mod web;
