@@ -1,31 +1,238 @@
 //! The `vramfit` command line: the same pure model as the page, scriptable outside the browser.
+//! Native only (file and stdin I/O); `main.rs` calls [`run`].
+
+use crate::bytes::{fmt_gib, to_gib};
+use crate::catalog::import;
+use crate::eval::{self, Report};
+use crate::model::{estimate, Estimate, Job};
+use std::io::Read;
 
 const HELP: &str = "vramfit: GPU memory and system RAM estimates for LLM fine-tuning and inference
 
 Usage: vramfit <COMMAND> [OPTIONS]
 
 Commands:
-  help        Show this help
-  version     Print the version
-
-Options:
-  -h, --help  Show this help
+  estimate [FILE] [--config CONFIG.json] [--json]
+              Estimate a job given as JSON (a file, or stdin when FILE is omitted or '-').
+              Every field is optional; see README for the fields. --config takes the
+              architecture from a Hugging Face config.json instead of the job's 'arch'.
+  eval FILE.jsonl [--json]
+              Compare the model with measured runs (one JSON case per line); prints one line
+              per case and, last, 'summary: evaluated=N skipped=M median_abs_pct=X p90_abs_pct=Y'.
+  bench [N]   Time N estimates (default 100000) and print the mean time per estimate.
+  version     Print the version.
+  help        Show this help.
 ";
 
 /// Runs the CLI with the given arguments (without the program name); returns the process exit code.
 pub fn run(args: Vec<String>) -> i32 {
-    match args.first().map(String::as_str) {
+    let json = args.iter().any(|a| a == "--json");
+    let rest: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| *a != "--json")
+        .collect();
+    let result = match rest.first().copied() {
         None | Some("help" | "-h" | "--help") => {
             print!("{HELP}");
-            0
+            Ok(())
         }
         Some("version" | "-V" | "--version") => {
             println!("vramfit {}", env!("CARGO_PKG_VERSION"));
-            0
+            Ok(())
         }
-        Some(other) => {
-            eprintln!("vramfit: unknown command '{other}'\n\n{HELP}");
+        Some("estimate") => cmd_estimate(&rest[1..], json),
+        Some("eval") => cmd_eval(&rest[1..], json),
+        Some("bench") => cmd_bench(&rest[1..]),
+        Some(other) => Err(format!("unknown command '{other}' (try 'vramfit help')")),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("vramfit: {e}");
             2
         }
     }
+}
+
+fn read_input(path: Option<&str>) -> Result<String, String> {
+    match path {
+        None | Some("-") => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| format!("reading stdin: {e}"))?;
+            Ok(s)
+        }
+        Some(p) => std::fs::read_to_string(p).map_err(|e| format!("reading {p}: {e}")),
+    }
+}
+
+/// Parses a job from JSON text; an empty text is the default job.
+pub fn parse_job(text: &str) -> Result<Job, String> {
+    if text.trim().is_empty() {
+        return Ok(Job::default());
+    }
+    serde_json::from_str(text).map_err(|e| format!("job JSON: {e}"))
+}
+
+fn cmd_estimate(args: &[&str], json: bool) -> Result<(), String> {
+    let mut file = None;
+    let mut config = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match *a {
+            "--config" => config = Some(*it.next().ok_or("--config needs a file")?),
+            f if file.is_none() => file = Some(f),
+            other => return Err(format!("unexpected argument '{other}'")),
+        }
+    }
+    let text = if file.is_none() && config.is_some() {
+        String::new()
+    } else {
+        read_input(file)?
+    };
+    let mut job = parse_job(&text)?;
+    if let Some(path) = config {
+        let text = read_input(Some(path))?;
+        let imported = import::parse_config_text(&text).map_err(|e| format!("{path}: {e}"))?;
+        job.arch = imported.arch;
+        if let Some(w) = imported.weights {
+            job.weights = w;
+        }
+    }
+    let est = estimate(&job);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&est).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{}", render_estimate(&est));
+    }
+    Ok(())
+}
+
+/// The human-readable breakdown.
+pub fn render_estimate(e: &Estimate) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "parameters: {:.3} B total, {:.3} B trainable\n",
+        e.params.total / 1e9,
+        e.trainable_params / 1e9
+    ));
+    out.push_str(&format!("peak phase: {:?}\n\nper GPU:\n", e.phase));
+    for p in &e.gpu {
+        out.push_str(&format!(
+            "  {:<22} {:>12}\n",
+            format!("{:?}", p.component),
+            fmt_gib(p.bytes)
+        ));
+    }
+    out.push_str(&format!(
+        "\n  peak tensors (max_memory_allocated)   {:>12}\n  peak reserved (max_memory_reserved)   {:>12}\n  device total (nvidia-smi)             {:>12}\n",
+        fmt_gib(e.peak_allocated),
+        fmt_gib(e.peak_reserved),
+        fmt_gib(e.device_total)
+    ));
+    out.push_str("\nhost RAM (all processes):\n");
+    for p in &e.host {
+        out.push_str(&format!(
+            "  {:<22} {:>12}\n",
+            format!("{:?}", p.component),
+            fmt_gib(p.bytes)
+        ));
+    }
+    out.push_str(&format!(
+        "  {:<22} {:>12}\n",
+        "total",
+        fmt_gib(e.host_total)
+    ));
+    for w in &e.warnings {
+        out.push_str(&format!("warning: {w:?}\n"));
+    }
+    out
+}
+
+fn cmd_eval(args: &[&str], json: bool) -> Result<(), String> {
+    let path = args.first().ok_or("eval needs a JSONL file")?;
+    let report = eval::evaluate_jsonl(&read_input(Some(path))?);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{}", render_report(&report));
+    }
+    Ok(())
+}
+
+/// One line per case, the skips with reasons, accuracy by group, and the summary line last.
+pub fn render_report(r: &Report) -> String {
+    let mut out = String::new();
+    out.push_str("id predicted_gib measured_gib error_pct metric\n");
+    for c in &r.results {
+        out.push_str(&format!(
+            "{} {:.2} {:.2} {:+.1} {}\n",
+            c.id, c.predicted_gib, c.measured_gib, c.error_pct, c.metric
+        ));
+    }
+    for s in &r.skipped {
+        out.push_str(&format!("skipped {}: {}\n", s.id, s.reason));
+    }
+    let groups: [(&str, fn(&eval::CaseResult) -> String); 3] = [
+        ("tier", |c| c.tier.clone()),
+        ("task", |c| c.task.clone()),
+        ("framework", |c| c.framework.clone()),
+    ];
+    for (name, key) in groups {
+        let mut keys: Vec<String> = r.results.iter().map(key).collect();
+        keys.sort();
+        keys.dedup();
+        for k in keys {
+            let st = eval::stats(r.results.iter().filter(|c| key(c) == k));
+            out.push_str(&format!(
+                "group {name}={k} n={} median_abs_pct={:.1} p90_abs_pct={:.1}\n",
+                st.n, st.median_abs_pct, st.p90_abs_pct
+            ));
+        }
+    }
+    let ab = eval::stats(r.results.iter().filter(|c| c.tier == "A" || c.tier == "B"));
+    out.push_str(&format!(
+        "group tier=A+B n={} median_abs_pct={:.1} p90_abs_pct={:.1}\n",
+        ab.n, ab.median_abs_pct, ab.p90_abs_pct
+    ));
+    let st = eval::stats(&r.results);
+    out.push_str(&format!(
+        "summary: evaluated={} skipped={} median_abs_pct={:.1} p90_abs_pct={:.1}\n",
+        r.results.len(),
+        r.skipped.len(),
+        st.median_abs_pct,
+        st.p90_abs_pct
+    ));
+    out
+}
+
+fn cmd_bench(args: &[&str]) -> Result<(), String> {
+    let n: u32 = match args.first() {
+        Some(a) => a
+            .parse()
+            .map_err(|_| format!("bench: '{a}' is not a count"))?,
+        None => 100_000,
+    };
+    let mut job = Job::default();
+    let start = std::time::Instant::now();
+    let mut sink = 0.0;
+    for i in 0..n.max(1) {
+        job.micro_batch = 1 + i % 8;
+        sink += estimate(std::hint::black_box(&job)).device_total;
+    }
+    let per = start.elapsed().as_secs_f64() / f64::from(n.max(1));
+    println!(
+        "estimate: {:.2} µs per call over {n} calls (checksum {:.1} GiB)",
+        per * 1e6,
+        to_gib(sink) / f64::from(n.max(1))
+    );
+    Ok(())
 }

@@ -4,6 +4,10 @@
 //! Only [`ui`] and [`web`] know they run in a browser; everything else is plain Rust, tested natively.
 
 pub mod bytes;
+pub mod catalog;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod cli;
+pub mod eval;
+pub mod model;
 pub mod ui;
 pub mod web;

@@ -1,0 +1,386 @@
+//! Hugging Face `config.json` → [`Architecture`]: raw JSON first, validated into a shape second.
+//!
+//! Families name the same fields differently: Llama/Mistral/Qwen2/3/Gemma/Phi use `hidden_size` etc.;
+//! GPT-2/BigCode `n_embd`/`n_layer`/`n_head`/`n_inner`; Falcon `n_head_kv`/`multi_query`; ChatGLM
+//! `num_layers`/`ffn_hidden_size`/`multi_query_group_num`/`padded_vocab_size`; Qwen1 `kv_channels` and an
+//! `intermediate_size` twice the real MLP width; MoE fields of Mixtral/Qwen-MoE/DeepSeek; multimodal models
+//! nest the language model under `text_config`. Errors name the field; nothing here panics.
+
+use crate::model::{Architecture, AttentionKind, Biases, Mla, MlpKind, Moe, WeightFormat};
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// Largest config text accepted (a real config.json is a few KiB).
+pub const MAX_CONFIG_BYTES: usize = 1 << 20;
+/// Upper bound for any single dimension; beyond it the value is treated as malformed.
+const MAX_DIM: u64 = 1 << 24;
+
+/// Why a config could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ImportError {
+    /// Not JSON (with serde_json's line/column message).
+    NotJson(String),
+    /// JSON, but not an object.
+    NotObject,
+    /// Larger than [`MAX_CONFIG_BYTES`].
+    TooLarge(usize),
+    /// A required field is absent (lists the names tried).
+    Missing(&'static str),
+    /// A field has the wrong type or an impossible value.
+    Invalid { field: String, reason: String },
+}
+
+impl fmt::Display for ImportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ImportError::NotJson(e) => write!(f, "not valid JSON: {e}"),
+            ImportError::NotObject => write!(f, "expected a JSON object {{ … }}"),
+            ImportError::TooLarge(n) => write!(
+                f,
+                "{n} bytes is too large for a config.json (limit {MAX_CONFIG_BYTES})"
+            ),
+            ImportError::Missing(field) => write!(f, "missing field: {field}"),
+            ImportError::Invalid { field, reason } => write!(f, "field {field}: {reason}"),
+        }
+    }
+}
+
+/// What an import found: the shape, plus hints for other form fields.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Imported {
+    pub arch: Architecture,
+    /// `model_type`, when given.
+    pub model_type: Option<String>,
+    /// Weight format from a `quantization_config` block (bitsandbytes, GPTQ, AWQ).
+    pub weights: Option<WeightFormat>,
+}
+
+/// Parses config.json text.
+pub fn parse_config_text(text: &str) -> Result<Imported, ImportError> {
+    if text.len() > MAX_CONFIG_BYTES {
+        return Err(ImportError::TooLarge(text.len()));
+    }
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| ImportError::NotJson(e.to_string()))?;
+    parse_config(&value)
+}
+
+/// Reads a config object (already parsed).
+pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
+    let outer = value.as_object().ok_or(ImportError::NotObject)?;
+    let obj = match outer.get("text_config").and_then(Value::as_object) {
+        Some(inner)
+            if inner.contains_key("hidden_size") || inner.contains_key("num_hidden_layers") =>
+        {
+            inner
+        }
+        _ => outer,
+    };
+    let r = Reader(obj);
+    let model_type = r
+        .str("model_type")
+        .or_else(|| outer.get("model_type").and_then(Value::as_str))
+        .map(str::to_string);
+    let mt = model_type.as_deref().unwrap_or("");
+
+    let hidden = r.req(&["hidden_size", "n_embd", "d_model"], "hidden_size")?;
+    let layers = r.req(
+        &["num_hidden_layers", "n_layer", "num_layers"],
+        "num_hidden_layers",
+    )?;
+    let heads = r.req(
+        &["num_attention_heads", "n_head", "num_heads"],
+        "num_attention_heads",
+    )?;
+    if heads == 0 {
+        return Err(invalid("num_attention_heads", "must be at least 1"));
+    }
+    let vocab = r
+        .opt(&["padded_vocab_size", "vocab_size"])?
+        .ok_or(ImportError::Missing("vocab_size"))?;
+
+    let multi_query = r.bool("multi_query").unwrap_or(false);
+    let kv_heads = match r.opt(&[
+        "num_key_value_heads",
+        "n_head_kv",
+        "multi_query_group_num",
+        "num_kv_heads",
+    ])? {
+        Some(k) => k,
+        None if multi_query => 1,
+        None => heads,
+    };
+    let kv_heads = if mt == "chatglm" && !r.bool("multi_query_attention").unwrap_or(true) {
+        heads
+    } else {
+        kv_heads
+    };
+    if kv_heads == 0 || kv_heads > heads {
+        return Err(invalid(
+            "num_key_value_heads",
+            &format!("{kv_heads} must be between 1 and num_attention_heads ({heads})"),
+        ));
+    }
+    let head_dim = match r.opt(&["head_dim", "kv_channels"])? {
+        Some(d) if d > 0 => d,
+        _ => hidden / heads,
+    };
+
+    let gpt2_like = matches!(
+        mt,
+        "gpt2"
+            | "gpt_bigcode"
+            | "gpt_neox"
+            | "falcon"
+            | "RefinedWeb"
+            | "RefinedWebModel"
+            | "phi"
+            | "gptj"
+            | "bloom"
+            | "opt"
+            | "starcoder2"
+            | "bert"
+    );
+    let mut intermediate = r
+        .opt(&["_ffn_dim"])?
+        .or(r.opt(&["intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim"])?)
+        .unwrap_or(4 * hidden);
+    // Qwen(1) configs state twice the real width (w1 and w2 each take intermediate_size / 2).
+    if mt == "qwen" && !obj.contains_key("_ffn_dim") {
+        intermediate /= 2;
+    }
+    let mlp = match r.str("_mlp") {
+        Some("plain") => MlpKind::Plain,
+        Some("gated") => MlpKind::Gated,
+        _ if gpt2_like => MlpKind::Plain,
+        _ => MlpKind::Gated,
+    };
+
+    let tied_default = !matches!(
+        mt,
+        "llama"
+            | "mistral"
+            | "mixtral"
+            | "qwen"
+            | "chatglm"
+            | "baichuan"
+            | "internlm2"
+            | "internlm"
+            | "olmo2"
+            | "phi3"
+            | "deepseek_v2"
+            | "deepseek_v3"
+            | "yi"
+            | "granite"
+            | "minicpm"
+    );
+    let tied_embeddings = r.bool("tie_word_embeddings").unwrap_or(tied_default);
+
+    let biases = if matches!(
+        mt,
+        "gpt2"
+            | "gpt_bigcode"
+            | "gpt_neox"
+            | "phi"
+            | "bert"
+            | "gptj"
+            | "opt"
+            | "bloom"
+            | "starcoder2"
+    ) {
+        Biases::All
+    } else if r.bool("_attention_qkv_bias").unwrap_or(false)
+        || r.bool("attention_bias").unwrap_or(false)
+        || r.bool("add_qkv_bias").unwrap_or(false)
+        || matches!(mt, "qwen2" | "qwen2_moe" | "qwen")
+    {
+        Biases::Qkv
+    } else {
+        Biases::None
+    };
+    let biases = if mt == "falcon" && !r.bool("bias").unwrap_or(false) {
+        Biases::None
+    } else {
+        biases
+    };
+
+    let learned_positions = if matches!(mt, "gpt2" | "gpt_bigcode" | "opt" | "bert") {
+        r.opt(&["n_positions", "max_position_embeddings"])?
+            .unwrap_or(0)
+    } else {
+        0
+    };
+    let layer_norm = gpt2_like || matches!(mt, "starcoder2");
+    let norms_per_layer = match mt {
+        "gemma2" | "gemma3" | "gemma3_text" | "olmo2" => 4,
+        "falcon"
+            if r.bool("parallel_attn").unwrap_or(true)
+                && !r.bool("new_decoder_architecture").unwrap_or(false) =>
+        {
+            1
+        }
+        "phi" | "gptj" => 1,
+        _ => 2,
+    };
+    let qk_norm = matches!(mt, "qwen3" | "qwen3_moe" | "gemma3" | "gemma3_text");
+
+    // Mixture of experts.
+    let experts = r
+        .opt(&["num_local_experts", "num_experts", "n_routed_experts"])?
+        .unwrap_or(0);
+    let moe = if experts > 1 {
+        let active = r.opt(&["num_experts_per_tok", "moe_topk"])?.unwrap_or(2);
+        let expert_intermediate = r.opt(&["moe_intermediate_size"])?.unwrap_or(intermediate);
+        let shared = match r.opt(&["shared_expert_intermediate_size"])? {
+            Some(s) => s,
+            None => r.opt(&["n_shared_experts"])?.unwrap_or(0) * expert_intermediate,
+        };
+        let dense_layers = r.opt(&["first_k_dense_replace"])?.unwrap_or(0);
+        Some(Moe {
+            experts,
+            active: active.clamp(1, experts),
+            expert_intermediate,
+            shared_intermediate: shared,
+            dense_layers: dense_layers.min(layers),
+        })
+    } else {
+        None
+    };
+
+    let (attention, mla) = match r.opt(&["kv_lora_rank"])? {
+        Some(kv_lora_rank) if kv_lora_rank > 0 => (
+            AttentionKind::Mla,
+            Mla {
+                q_lora_rank: r.opt(&["q_lora_rank"])?.unwrap_or(0),
+                kv_lora_rank,
+                qk_nope_head_dim: r.opt(&["qk_nope_head_dim"])?.unwrap_or(128),
+                qk_rope_head_dim: r.opt(&["qk_rope_head_dim"])?.unwrap_or(64),
+                v_head_dim: r.opt(&["v_head_dim"])?.unwrap_or(128),
+            },
+        ),
+        _ => (AttentionKind::Standard, Mla::default()),
+    };
+
+    let sliding_window = if r.bool("use_sliding_window") == Some(false) {
+        0
+    } else {
+        r.opt(&["sliding_window"])?.unwrap_or(0)
+    };
+    let sliding_fraction = match mt {
+        _ if sliding_window == 0 => 0.0,
+        "gemma2" => 0.5,
+        "gemma3" | "gemma3_text" => 5.0 / 6.0,
+        _ => 1.0,
+    };
+
+    let arch = Architecture {
+        layers,
+        hidden,
+        heads,
+        kv_heads,
+        head_dim,
+        intermediate,
+        vocab,
+        tied_embeddings,
+        learned_positions,
+        attention,
+        mla,
+        sliding_window,
+        sliding_fraction,
+        mlp,
+        moe,
+        biases,
+        norms_per_layer,
+        layer_norm,
+        qk_norm,
+    };
+    let weights = outer
+        .get("quantization_config")
+        .and_then(Value::as_object)
+        .and_then(quantization_format);
+    Ok(Imported {
+        arch,
+        model_type,
+        weights,
+    })
+}
+
+/// Weight format from a `quantization_config` block (transformers `BitsAndBytesConfig`, `GPTQConfig`,
+/// `AwqConfig` serializations).
+fn quantization_format(q: &Map<String, Value>) -> Option<WeightFormat> {
+    let method = q.get("quant_method").and_then(Value::as_str).unwrap_or("");
+    let bits = q.get("bits").and_then(Value::as_u64).unwrap_or(4);
+    let flag = |k: &str| q.get(k).and_then(Value::as_bool).unwrap_or(false);
+    match method {
+        "gptq" if bits == 8 => Some(WeightFormat::GptqInt8),
+        "gptq" => Some(WeightFormat::GptqInt4),
+        "awq" => Some(WeightFormat::AwqInt4),
+        "fp8" => Some(WeightFormat::Fp8),
+        _ if flag("load_in_4bit") => {
+            let fp4 = q.get("bnb_4bit_quant_type").and_then(Value::as_str) == Some("fp4");
+            Some(if fp4 {
+                WeightFormat::Fp4
+            } else if flag("bnb_4bit_use_double_quant") {
+                WeightFormat::Nf4Dq
+            } else {
+                WeightFormat::Nf4
+            })
+        }
+        _ if flag("load_in_8bit") => Some(WeightFormat::Int8),
+        _ => None,
+    }
+}
+
+fn invalid(field: &str, reason: &str) -> ImportError {
+    ImportError::Invalid {
+        field: field.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+/// Typed, total access to a JSON object's fields.
+struct Reader<'a>(&'a Map<String, Value>);
+
+impl Reader<'_> {
+    /// The first present, non-null field among `names`, as a dimension (0 ≤ v ≤ 2^24).
+    fn opt(&self, names: &[&str]) -> Result<Option<u32>, ImportError> {
+        for name in names {
+            match self.0.get(*name) {
+                None | Some(Value::Null) => continue,
+                Some(v) => {
+                    let n = v
+                        .as_u64()
+                        .or_else(|| {
+                            v.as_f64()
+                                .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                                .map(|f| f as u64)
+                        })
+                        .ok_or_else(|| {
+                            invalid(name, &format!("expected a whole number, got {v}"))
+                        })?;
+                    if n > MAX_DIM {
+                        return Err(invalid(name, &format!("{n} is implausibly large")));
+                    }
+                    return Ok(Some(n as u32));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn req(&self, names: &[&str], label: &'static str) -> Result<u32, ImportError> {
+        match self.opt(names)? {
+            Some(0) => Err(invalid(label, "must be at least 1")),
+            Some(v) => Ok(v),
+            None => Err(ImportError::Missing(label)),
+        }
+    }
+
+    fn bool(&self, name: &str) -> Option<bool> {
+        self.0.get(name).and_then(Value::as_bool)
+    }
+
+    fn str(&self, name: &str) -> Option<&str> {
+        self.0.get(name).and_then(Value::as_str)
+    }
+}

@@ -1,0 +1,271 @@
+//! Built-in models and GPUs (pure data with the source of every number), and config.json import.
+//!
+//! The data files sit beside this module: `models.json` holds each model's Hugging Face config values (read
+//! by the same importer users paste into, so the importer is exercised on every entry) and `gpus.json` the
+//! GPU facts. Ids are stable: they appear in share URLs and are never renamed once shipped.
+
+pub mod import;
+
+use crate::model::Architecture;
+use serde::Deserialize;
+use std::sync::OnceLock;
+
+/// A catalog model.
+#[derive(Clone, Debug, Deserialize)]
+pub struct ModelEntry {
+    /// Stable, URL-safe id.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// Hugging Face repository id.
+    pub hf_id: String,
+    /// Model family (Llama 3, Qwen2.5, …).
+    pub family: String,
+    /// Size as the publisher names it (e.g. "7B"), when stated.
+    pub params_published: Option<String>,
+    /// Reference parameter count that the computed count is checked against.
+    pub params_reference: f64,
+    /// Where the reference count comes from.
+    pub params_reference_source: Option<String>,
+    /// Where the architecture values come from.
+    pub source: String,
+    /// The config.json values.
+    config: serde_json::Value,
+    #[serde(skip)]
+    arch: Option<Architecture>,
+}
+
+impl ModelEntry {
+    /// The model's shape (parsed from its config values when the catalog loads).
+    pub fn arch(&self) -> &Architecture {
+        self.arch
+            .as_ref()
+            .expect("catalog entries are parsed on load")
+    }
+}
+
+/// A catalog GPU.
+#[derive(Clone, Debug, Deserialize)]
+pub struct GpuEntry {
+    /// Stable, URL-safe id.
+    pub id: String,
+    pub name: String,
+    pub vendor: String,
+    pub segment: String,
+    pub architecture: String,
+    /// Memory as the spec sheet sells it, in its "GB" (GDDR/HBM capacities are binary, so ≈ GiB).
+    pub memory_gb_as_sold: f64,
+    /// Memory a framework can actually use, GiB.
+    pub usable_gib: f64,
+    /// Why usable differs from sold.
+    pub usable_note: String,
+    /// Memory bandwidth, GB/s (10^9 bytes per second).
+    pub memory_bandwidth_gbps: Option<f64>,
+    /// Dense BF16 tensor throughput, TFLOPS.
+    pub bf16_dense_tflops: Option<f64>,
+    /// Dense FP16 tensor throughput, TFLOPS.
+    pub fp16_dense_tflops: Option<f64>,
+    pub fp8_support: bool,
+    pub bf16_support: bool,
+    pub flash_attention2_support: bool,
+    /// WebGPU `GPUAdapterInfo.vendor` this GPU is likely to report.
+    pub webgpu_vendor: Option<String>,
+    /// WebGPU `GPUAdapterInfo.architecture` this GPU is likely to report.
+    pub webgpu_architecture: Option<String>,
+    /// Sources of the numbers.
+    pub source: String,
+}
+
+impl GpuEntry {
+    /// Throughput for 16-bit training: BF16 when supported, else FP16.
+    pub fn tflops_16bit(&self) -> Option<f64> {
+        self.bf16_dense_tflops.or(self.fp16_dense_tflops)
+    }
+}
+
+/// Every built-in model, parsed once.
+pub fn models() -> &'static [ModelEntry] {
+    static MODELS: OnceLock<Vec<ModelEntry>> = OnceLock::new();
+    MODELS.get_or_init(|| {
+        let mut entries: Vec<ModelEntry> =
+            serde_json::from_str(include_str!("models.json")).expect("models.json is valid");
+        for e in &mut entries {
+            let imported = import::parse_config(&e.config)
+                .unwrap_or_else(|err| panic!("catalog model {}: {err}", e.id));
+            e.arch = Some(imported.arch);
+        }
+        entries
+    })
+}
+
+/// Every built-in GPU.
+pub fn gpus() -> &'static [GpuEntry] {
+    static GPUS: OnceLock<Vec<GpuEntry>> = OnceLock::new();
+    GPUS.get_or_init(|| {
+        serde_json::from_str(include_str!("gpus.json")).expect("gpus.json is valid")
+    })
+}
+
+/// A model by id.
+pub fn model(id: &str) -> Option<&'static ModelEntry> {
+    models().iter().find(|m| m.id == id)
+}
+
+/// A GPU by id.
+pub fn gpu(id: &str) -> Option<&'static GpuEntry> {
+    gpus().iter().find(|g| g.id == id)
+}
+
+/// Lowercase alphanumerics only, for loose name matching ("Llama-2-7b-hf" ~ "llama 2 7b").
+pub fn normalize_name(s: &str) -> String {
+    s.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+/// Finds a model by Hugging Face id or name, ignoring case, punctuation and chat/instruct suffixes.
+pub fn find_model(name: &str) -> Option<&'static ModelEntry> {
+    let want = normalize_name(name.rsplit('/').next().unwrap_or(name));
+    let strip = |s: String| {
+        let mut s = s;
+        for suffix in ["chat", "instruct", "it", "hf", "base"] {
+            if let Some(t) = s.strip_suffix(suffix) {
+                s = t.to_string();
+            }
+        }
+        s
+    };
+    let want = strip(want);
+    models()
+        .iter()
+        .find(|m| strip(normalize_name(m.hf_id.rsplit('/').next().unwrap_or(""))) == want)
+}
+
+/// Lowercase word and number tokens of a name, also split where letters meet digits
+/// ("RTX4090" → rtx4090, rtx, 4090).
+fn tokens(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for word in s
+        .to_ascii_lowercase()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        out.push(word.to_string());
+        let mut piece = String::new();
+        for c in word.chars() {
+            if !piece.is_empty()
+                && piece.ends_with(|p: char| p.is_ascii_digit()) != c.is_ascii_digit()
+            {
+                out.push(std::mem::take(&mut piece));
+            }
+            piece.push(c);
+        }
+        if piece.len() < word.len() {
+            out.push(piece);
+        }
+    }
+    out
+}
+
+/// Finds a GPU by a loose name ("A100-SXM4-80GB", "NVIDIA GeForce RTX 4090", "H100 80GB HBM3"): every
+/// token of the GPU's id but its memory size must appear in the name; the memory size breaks ties.
+pub fn find_gpu(name: &str) -> Option<&'static GpuEntry> {
+    let have = tokens(name);
+    let mut best: Option<(&GpuEntry, usize)> = None;
+    for g in gpus() {
+        let want = tokens(&g.id.replace('-', " "));
+        let is_mem = |t: &str| t.ends_with("gb") && t.len() > 2;
+        let core_ok = want
+            .iter()
+            .filter(|t| {
+                !is_mem(t) && t.len() > 1 && !t.chars().all(|c| c.is_ascii_alphabetic())
+                    || t.as_str() == want[0]
+            })
+            .all(|t| have.contains(t));
+        if !core_ok {
+            continue;
+        }
+        let score = want.iter().filter(|t| have.contains(t)).count();
+        if best.is_none_or(|(_, b)| score > b) {
+            best = Some((g, score));
+        }
+    }
+    best.map(|(g, _)| g)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_model_matches_its_reference_count_within_one_percent() {
+        // Exception: MiniCPM-MoE-8x2B's only reference is the publisher's rounded "13.6B"; its config
+        // (8 experts of 3·2304·5760 in 40 layers, tied 122,753-token embedding) gives 13.87 B, 2% more.
+        const EXCEPTIONS: [&str; 1] = ["minicpm-moe-8x2b"];
+        for m in models()
+            .iter()
+            .filter(|m| !EXCEPTIONS.contains(&m.id.as_str()))
+        {
+            let computed = m.arch().params().total;
+            let err = (computed - m.params_reference).abs() / m.params_reference;
+            assert!(
+                err < 0.01,
+                "{}: computed {computed:.0}, reference {} ({:.2}% off)",
+                m.id,
+                m.params_reference,
+                err * 100.0
+            );
+        }
+    }
+
+    #[test]
+    fn ids_are_unique_and_url_safe() {
+        let mut seen = std::collections::HashSet::new();
+        for id in models()
+            .iter()
+            .map(|m| &m.id)
+            .chain(gpus().iter().map(|g| &g.id))
+        {
+            assert!(seen.insert(id.clone()), "duplicate id {id}");
+            assert!(
+                id.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.'),
+                "id not URL-safe: {id}"
+            );
+        }
+        assert!(models().len() >= 50);
+        assert!(gpus().len() >= 36);
+    }
+
+    #[test]
+    fn every_gpu_has_memory() {
+        for g in gpus() {
+            assert!(
+                g.usable_gib > 0.0 && g.usable_gib <= g.memory_gb_as_sold,
+                "{}",
+                g.id
+            );
+        }
+    }
+
+    #[test]
+    fn loose_names_resolve() {
+        assert_eq!(
+            find_gpu("A100-SXM4-80GB").map(|g| g.id.as_str()),
+            Some("a100-80gb")
+        );
+        assert_eq!(
+            find_gpu("NVIDIA GeForce RTX 4090").map(|g| g.id.as_str()),
+            Some("rtx-4090")
+        );
+        assert_eq!(
+            find_model("meta-llama/Llama-2-7b-chat-hf").map(|m| m.id.as_str()),
+            None
+        );
+        assert_eq!(
+            find_model("Qwen/Qwen2.5-7B-Instruct").map(|m| m.id.as_str()),
+            Some("qwen2.5-7b")
+        );
+    }
+}

@@ -1,0 +1,372 @@
+//! Checks the model against measured runs: each reference case (one JSON object a line, schema in the
+//! shared data README) becomes a [`Job`], the model predicts the metric the case measured, and the errors
+//! are summarized. Pure: text in, results out; the CLI does the file reading and printing.
+
+use crate::bytes::{GB, GIB};
+use crate::catalog::{self, import};
+use crate::model::{
+    estimate, AttentionImpl, Checkpointing, Job, KvDtype, Mode, Module, Offload, Optimizer,
+    Parallelism, Precision, Stack, WeightFormat,
+};
+use serde::Serialize;
+use serde_json::Value;
+
+/// One evaluated case.
+#[derive(Clone, Debug, Serialize)]
+pub struct CaseResult {
+    pub id: String,
+    pub tier: String,
+    pub task: String,
+    pub framework: String,
+    /// Which total was compared: `allocated`, `reserved` or `device`.
+    pub metric: String,
+    pub predicted_gib: f64,
+    pub measured_gib: f64,
+    /// (predicted − measured) / measured · 100.
+    pub error_pct: f64,
+}
+
+/// A case that could not be evaluated, and why.
+#[derive(Clone, Debug, Serialize)]
+pub struct Skipped {
+    pub id: String,
+    pub reason: String,
+}
+
+/// Everything an evaluation produced.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    pub results: Vec<CaseResult>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// Median and 90th percentile of absolute errors, in percent.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct Stats {
+    pub n: usize,
+    pub median_abs_pct: f64,
+    pub p90_abs_pct: f64,
+}
+
+/// Nearest-rank percentile of absolute errors (`q` in 0..=1); 0 for no results.
+pub fn stats<'a>(results: impl IntoIterator<Item = &'a CaseResult>) -> Stats {
+    let mut abs: Vec<f64> = results.into_iter().map(|r| r.error_pct.abs()).collect();
+    abs.sort_by(f64::total_cmp);
+    let pick = |q: f64| -> f64 {
+        if abs.is_empty() {
+            return 0.0;
+        }
+        let rank = ((q * abs.len() as f64).ceil() as usize).clamp(1, abs.len());
+        abs[rank - 1]
+    };
+    Stats {
+        n: abs.len(),
+        median_abs_pct: pick(0.5),
+        p90_abs_pct: pick(0.9),
+    }
+}
+
+/// Evaluates every line of a JSONL text (blank lines ignored; unparsable lines are skipped with a reason).
+pub fn evaluate_jsonl(text: &str) -> Report {
+    let mut report = Report::default();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let case: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => {
+                report.skipped.push(Skipped {
+                    id: format!("line {}", n + 1),
+                    reason: format!("not JSON: {e}"),
+                });
+                continue;
+            }
+        };
+        let id = case
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string();
+        match evaluate_case(&case) {
+            Ok(r) => report.results.push(r),
+            Err(reason) => report.skipped.push(Skipped { id, reason }),
+        }
+    }
+    report
+}
+
+fn s<'a>(case: &'a Value, key: &str) -> Option<&'a str> {
+    case.get(key).and_then(Value::as_str)
+}
+
+fn u(case: &Value, key: &str) -> Option<u32> {
+    case.get(key)
+        .and_then(Value::as_u64)
+        .map(|v| v.min(u64::from(u32::MAX)) as u32)
+}
+
+fn b(case: &Value, key: &str) -> Option<bool> {
+    case.get(key).and_then(Value::as_bool)
+}
+
+/// Builds the job a reference case describes. Unknown fields take the stack's defaults.
+pub fn job_from_case(case: &Value) -> Result<Job, String> {
+    let arch = match case.get("config") {
+        Some(cfg) if cfg.is_object() => {
+            import::parse_config(cfg)
+                .map_err(|e| format!("config: {e}"))?
+                .arch
+        }
+        _ => {
+            let name = s(case, "model").unwrap_or("");
+            catalog::find_model(name)
+                .ok_or_else(|| format!("no config and model '{name}' is not in the catalog"))?
+                .arch()
+                .clone()
+        }
+    };
+    let mut job = Job {
+        arch,
+        ..Job::default()
+    };
+    let framework = s(case, "framework").unwrap_or("other");
+    Stack::from_id(framework)
+        .unwrap_or(Stack::Generic)
+        .apply_defaults(&mut job);
+
+    job.mode = match s(case, "task") {
+        Some("full") => Mode::Full,
+        Some("lora") => Mode::Lora,
+        Some("qlora") => Mode::Qlora,
+        Some("freeze") => Mode::Freeze,
+        Some("inference") => Mode::Inference,
+        other => {
+            return Err(format!(
+                "task {other:?} is not modelled (GaLore and other PEFT methods)"
+            ))
+        }
+    };
+    job.precision = match s(case, "precision") {
+        Some("fp32") => Precision::Fp32,
+        Some("mixed-bf16" | "mixed-fp16") => Precision::Mixed,
+        _ => Precision::Pure16,
+    };
+    job.weights = match s(case, "quant") {
+        None | Some("none") => match s(case, "precision") {
+            Some("fp32") => WeightFormat::Fp32,
+            Some("fp16" | "mixed-fp16") => WeightFormat::Fp16,
+            _ => WeightFormat::Bf16,
+        },
+        Some("nf4") => WeightFormat::Nf4,
+        Some("nf4-dq") => WeightFormat::Nf4Dq,
+        Some("fp4") => WeightFormat::Fp4,
+        Some("int8") => WeightFormat::Int8,
+        Some("gptq-int4") => WeightFormat::GptqInt4,
+        Some("gptq-int8") => WeightFormat::GptqInt8,
+        Some("awq-int4") => WeightFormat::AwqInt4,
+        Some(q) => return Err(format!("quantization '{q}' is not modelled")),
+    };
+    if job.mode == Mode::Qlora && !job.weights.is_bnb_4bit() {
+        job.weights = WeightFormat::Nf4;
+    }
+    job.optimizer = match s(case, "optimizer") {
+        _ if job.mode == Mode::Inference => Optimizer::None,
+        Some("adamw-8bit") => Optimizer::Adamw8bit,
+        Some("paged-adamw") => Optimizer::PagedAdamw,
+        Some("paged-adamw-8bit") => Optimizer::PagedAdamw8bit,
+        Some("adafactor") => Optimizer::Adafactor,
+        Some("sgd") => Optimizer::Sgd,
+        Some("adamw") | None => Optimizer::Adamw,
+        Some(o) => return Err(format!("optimizer '{o}' is not modelled")),
+    };
+    if let Some(r) = u(case, "lora_rank") {
+        job.lora.rank = r;
+    } else {
+        job.lora.rank = 8; // PEFT LoraConfig default r
+    }
+    job.lora.dropout = true;
+    job.lora.targets = match case.get("lora_targets").and_then(Value::as_array) {
+        Some(list) => {
+            let mut t = Vec::new();
+            for m in list.iter().filter_map(Value::as_str) {
+                match m {
+                    "all-linear" => t = Module::ALL.to_vec(),
+                    "q" => t.push(Module::Q),
+                    "k" => t.push(Module::K),
+                    "v" => t.push(Module::V),
+                    "o" => t.push(Module::O),
+                    "gate" => t.push(Module::Gate),
+                    "up" => t.push(Module::Up),
+                    "down" => t.push(Module::Down),
+                    "embed" => job.lora.train_embed = true,
+                    "lm_head" => job.lora.train_lm_head = true,
+                    _ => {}
+                }
+            }
+            t
+        }
+        // PEFT's default targets for Llama-family models: q_proj, v_proj.
+        None => vec![Module::Q, Module::V],
+    };
+    job.freeze_trainable_layers = 2;
+    job.micro_batch = u(case, "batch_size").unwrap_or(1).max(1);
+    job.seq_len = u(case, "seq_len").unwrap_or(512).max(1);
+    job.grad_accum = u(case, "grad_accum").unwrap_or(1).max(1);
+    match b(case, "grad_checkpointing") {
+        Some(true) if job.checkpointing == Checkpointing::Offload => {}
+        Some(true) => job.checkpointing = Checkpointing::Layer,
+        Some(false) => job.checkpointing = Checkpointing::Off,
+        None => {
+            job.checkpointing = if job.stack == Stack::Unsloth {
+                Checkpointing::Offload
+            } else {
+                Checkpointing::Off
+            }
+        }
+    }
+    job.attention = match b(case, "flash_attention") {
+        Some(true) => AttentionImpl::Flash2,
+        Some(false) => AttentionImpl::Eager,
+        None => AttentionImpl::Sdpa,
+    };
+    job.gpus = u(case, "num_gpus").unwrap_or(1).max(1);
+    job.parallelism = match s(case, "parallel") {
+        Some("zero") => match u(case, "zero_stage") {
+            Some(1) => Parallelism::Zero1,
+            Some(2) => Parallelism::Zero2,
+            _ => Parallelism::Zero3,
+        },
+        Some("pipeline") => Parallelism::Pipeline,
+        Some("tensor") => Parallelism::Tensor,
+        _ => Parallelism::Ddp,
+    };
+    if let Some(d) = u(case, "parallel_degree") {
+        if matches!(job.parallelism, Parallelism::Pipeline | Parallelism::Tensor) {
+            job.gpus = d.max(1);
+        }
+    }
+    job.offload = match s(case, "offload") {
+        Some("optimizer") => Offload::Optimizer,
+        Some("param+optimizer") => Offload::ParamOptimizer,
+        _ => Offload::None,
+    };
+    if job.mode == Mode::Inference {
+        job.inference.batch = job.micro_batch;
+        job.inference.prompt_tokens = job.seq_len;
+        job.inference.new_tokens = 0;
+        job.inference.kv_dtype = match s(case, "kv_cache_dtype") {
+            Some("fp8") => KvDtype::Fp8,
+            Some("int8") => KvDtype::Int8,
+            Some("int4") => KvDtype::Int4,
+            _ => KvDtype::Bf16,
+        };
+    }
+    Ok(job)
+}
+
+/// Evaluates one case: predicts the metric it measured, in GiB.
+pub fn evaluate_case(case: &Value) -> Result<CaseResult, String> {
+    let job = job_from_case(case)?;
+    let measured = case
+        .get("measured")
+        .and_then(Value::as_f64)
+        .filter(|m| *m > 0.0)
+        .ok_or("no measured value")?;
+    let measured_gib = match s(case, "unit") {
+        Some("GB") => measured * GB / GIB,
+        _ => measured,
+    };
+    let metric = match s(case, "metric") {
+        Some("max_allocated") => "allocated",
+        Some("nvidia-smi") => "device",
+        _ => "reserved",
+    };
+    let pick = |j: &Job| {
+        let e = estimate(j);
+        match metric {
+            "allocated" => e.peak_allocated,
+            "device" => e.device_total,
+            _ => e.peak_reserved,
+        }
+    };
+    let per_gpu = b(case, "per_gpu").unwrap_or(true);
+    let predicted = if per_gpu || job.gpus <= 1 {
+        pick(&job)
+    } else if job.parallelism == Parallelism::Pipeline {
+        // Total over a pipeline ≈ the model on one device, plus each extra GPU's fixed overheads.
+        let single = Job {
+            gpus: 1,
+            parallelism: Parallelism::Ddp,
+            ..job.clone()
+        };
+        let empty = Job {
+            mode: Mode::Inference,
+            arch: crate::model::Architecture {
+                layers: 0,
+                vocab: 0,
+                ..job.arch.clone()
+            },
+            inference: crate::model::Inference {
+                prompt_tokens: 1,
+                new_tokens: 0,
+                batch: 1,
+                kv_dtype: KvDtype::Bf16,
+            },
+            ..single.clone()
+        };
+        pick(&single) + f64::from(job.gpus - 1) * pick(&empty)
+    } else {
+        pick(&job) * f64::from(job.gpus)
+    };
+    let predicted_gib = predicted / GIB;
+    Ok(CaseResult {
+        id: s(case, "id").unwrap_or("?").to_string(),
+        tier: s(case, "tier").unwrap_or("?").to_string(),
+        task: s(case, "task").unwrap_or("?").to_string(),
+        framework: s(case, "framework").unwrap_or("?").to_string(),
+        metric: metric.to_string(),
+        predicted_gib,
+        measured_gib,
+        error_pct: (predicted_gib - measured_gib) / measured_gib * 100.0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(err: f64) -> CaseResult {
+        CaseResult {
+            id: String::new(),
+            tier: "A".into(),
+            task: "lora".into(),
+            framework: "x".into(),
+            metric: "allocated".into(),
+            predicted_gib: 1.0,
+            measured_gib: 1.0,
+            error_pct: err,
+        }
+    }
+
+    #[test]
+    fn percentiles_use_nearest_rank() {
+        let rs: Vec<_> = (1..=10).map(|i| result(-(i as f64))).collect();
+        let st = stats(&rs);
+        assert_eq!(st.n, 10);
+        assert_eq!(st.median_abs_pct, 5.0);
+        assert_eq!(st.p90_abs_pct, 9.0);
+        assert_eq!(stats(&[]).median_abs_pct, 0.0);
+    }
+
+    #[test]
+    fn units_and_skips() {
+        let case = serde_json::json!({
+            "id": "x", "task": "galore", "model": "Llama-2-7b", "config": null, "measured": 10.0
+        });
+        assert!(evaluate_case(&case).unwrap_err().contains("not modelled"));
+        let report = evaluate_jsonl("\n{not json}\n");
+        assert_eq!(report.skipped.len(), 1);
+        assert!(report.results.is_empty());
+    }
+}

@@ -1,0 +1,421 @@
+//! A decoder-only transformer's shape, and the parameter counts that follow from it.
+//!
+//! Parameter counts are always computed from the shape, never typed in. Shapes follow Hugging Face
+//! `modeling_*.py` (Llama, Qwen2/3, Mistral, Mixtral, Gemma, Phi-3, GPT-2, Falcon, ChatGLM, DeepSeek-V2).
+
+use serde::{Deserialize, Serialize};
+
+/// How the attention projections are shaped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum AttentionKind {
+    /// Multi-head, grouped-query or multi-query attention: `kv_heads` ≤ `heads` (MHA when equal, MQA when 1).
+    #[default]
+    Standard,
+    /// DeepSeek-V2/V3 multi-head latent attention; the ranks are in [`Mla`].
+    Mla,
+}
+
+/// Multi-head latent attention ranks (DeepSeek-V2 `modeling_deepseek.py`, config keys of the same names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Mla {
+    /// `q_lora_rank`; 0 means queries are projected directly (DeepSeek-V2-Lite).
+    pub q_lora_rank: u32,
+    /// `kv_lora_rank`: width of the compressed KV latent, which is what the KV cache holds.
+    pub kv_lora_rank: u32,
+    /// `qk_nope_head_dim`.
+    pub qk_nope_head_dim: u32,
+    /// `qk_rope_head_dim`: the decoupled RoPE key, cached beside the latent.
+    pub qk_rope_head_dim: u32,
+    /// `v_head_dim`.
+    pub v_head_dim: u32,
+}
+
+/// The feed-forward block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum MlpKind {
+    /// SwiGLU/GeGLU: gate, up (h→i) and down (i→h), 3·h·i weights (Llama, Qwen, Mistral, Gemma).
+    #[default]
+    Gated,
+    /// Up (h→i), activation, down (i→h), 2·h·i weights (GPT-2, Falcon, GPT-NeoX).
+    Plain,
+}
+
+/// Which linear layers carry biases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Biases {
+    /// No biases (Llama, Mistral, Gemma).
+    #[default]
+    None,
+    /// Biases on q, k and v only (Qwen2, Qwen1, ChatGLM).
+    Qkv,
+    /// Biases on every linear layer and LayerNorm (GPT-2, GPT-NeoX, StarCoder).
+    All,
+}
+
+/// Mixture-of-experts MLP (Mixtral `num_local_experts`, Qwen-MoE `num_experts`, DeepSeek `n_routed_experts`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Moe {
+    /// Routed experts per MoE layer.
+    pub experts: u32,
+    /// Experts each token is routed to (`num_experts_per_tok`).
+    pub active: u32,
+    /// Width of one routed expert (`moe_intermediate_size`; Mixtral: `intermediate_size`).
+    pub expert_intermediate: u32,
+    /// Total width of the always-on shared experts (DeepSeek `n_shared_experts · moe_intermediate_size`,
+    /// Qwen2-MoE `shared_expert_intermediate_size`); 0 when none.
+    pub shared_intermediate: u32,
+    /// Leading layers that keep a dense MLP of width `intermediate` (DeepSeek `first_k_dense_replace`).
+    pub dense_layers: u32,
+}
+
+/// The shape of a decoder-only transformer language model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Architecture {
+    /// Decoder layers (`num_hidden_layers`).
+    pub layers: u32,
+    /// Residual width (`hidden_size`).
+    pub hidden: u32,
+    /// Query heads (`num_attention_heads`).
+    pub heads: u32,
+    /// Key/value heads (`num_key_value_heads`): GQA when fewer than `heads`, MQA when 1.
+    pub kv_heads: u32,
+    /// Width of one head (`head_dim`, else `hidden / heads`).
+    pub head_dim: u32,
+    /// MLP width of dense layers (`intermediate_size`).
+    pub intermediate: u32,
+    /// Vocabulary size (`vocab_size`).
+    pub vocab: u32,
+    /// Input embedding and LM head share one matrix (`tie_word_embeddings`).
+    pub tied_embeddings: bool,
+    /// Learned absolute position embeddings (GPT-2 `n_positions`); 0 for RoPE/ALiBi models.
+    pub learned_positions: u32,
+    /// Attention shape.
+    pub attention: AttentionKind,
+    /// MLA ranks, used when `attention` is [`AttentionKind::Mla`].
+    pub mla: Mla,
+    /// Sliding-window attention span in tokens; 0 when every layer attends to the full context.
+    pub sliding_window: u32,
+    /// Share of layers that use the sliding window (Mistral v0.1: 1.0; Gemma 2: 0.5; Gemma 3: 5/6).
+    pub sliding_fraction: f64,
+    /// Feed-forward kind.
+    pub mlp: MlpKind,
+    /// Mixture of experts, if any.
+    pub moe: Option<Moe>,
+    /// Which linear layers have biases.
+    pub biases: Biases,
+    /// h-sized norms per layer: 2 (pre-attention, pre-MLP), 4 with Gemma 2/3 post-norms, 1 with Falcon's parallel block.
+    pub norms_per_layer: u32,
+    /// Norms are LayerNorm with a bias (GPT-2, Falcon), not RMSNorm.
+    pub layer_norm: bool,
+    /// Per-head RMSNorm on queries and keys (Qwen3, Gemma 3: `q_norm`/`k_norm` of `head_dim`).
+    pub qk_norm: bool,
+}
+
+impl Default for Architecture {
+    /// Llama-3.1-8B (meta-llama/Llama-3.1-8B config.json): a sensible, common default.
+    fn default() -> Self {
+        Architecture {
+            layers: 32,
+            hidden: 4096,
+            heads: 32,
+            kv_heads: 8,
+            head_dim: 128,
+            intermediate: 14336,
+            vocab: 128_256,
+            tied_embeddings: false,
+            learned_positions: 0,
+            attention: AttentionKind::Standard,
+            mla: Mla::default(),
+            sliding_window: 0,
+            sliding_fraction: 0.0,
+            mlp: MlpKind::Gated,
+            moe: None,
+            biases: Biases::None,
+            norms_per_layer: 2,
+            layer_norm: false,
+            qk_norm: false,
+        }
+    }
+}
+
+/// Parameter counts split the way memory needs them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ParamCounts {
+    /// Every parameter (embedding counted once when tied).
+    pub total: f64,
+    /// Weights of `nn.Linear` layers inside the decoder: what bitsandbytes/GPTQ/AWQ quantize.
+    pub linear: f64,
+    /// Embedding, LM head, position embeddings, norms and biases: kept in 16-bit by quantizers.
+    pub non_linear: f64,
+    /// Input embedding (and learned positions).
+    pub embedding: f64,
+    /// LM head when untied (0 when tied).
+    pub lm_head: f64,
+    /// One decoder layer, averaged over layers (dense and MoE layers differ).
+    pub per_layer: f64,
+    /// Parameters a token actually passes through (MoE: active experts only).
+    pub active: f64,
+    /// Largest single linear layer (weights), which bounds quantized-matmul and ZeRO-3 gather buffers.
+    pub largest_linear: f64,
+}
+
+impl Architecture {
+    /// Query projection width `heads · head_dim` (MLA: `heads · (nope + rope)`).
+    pub fn q_width(&self) -> f64 {
+        match self.attention {
+            AttentionKind::Standard => f64::from(self.heads) * f64::from(self.head_dim),
+            AttentionKind::Mla => {
+                f64::from(self.heads)
+                    * (f64::from(self.mla.qk_nope_head_dim) + f64::from(self.mla.qk_rope_head_dim))
+            }
+        }
+    }
+
+    /// Key (= value) projection width `kv_heads · head_dim`.
+    pub fn kv_width(&self) -> f64 {
+        f64::from(self.kv_heads) * f64::from(self.head_dim)
+    }
+
+    /// Attention weights of one layer.
+    ///
+    /// Standard: q `h·a·d`, k and v `h·k·d` each, o `a·d·h` (HF `LlamaAttention`).
+    /// MLA: `q_a h·q_r + q_b q_r·a·(nope+rope)` (or `h·a·(nope+rope)`), `kv_a h·(kv_r + rope)`,
+    /// `kv_b kv_r·a·(nope + v)`, `o a·v·h`, plus the latent norms (DeepSeek-V2 `DeepseekV2Attention`).
+    fn attention_linear(&self) -> (f64, f64) {
+        let h = f64::from(self.hidden);
+        match self.attention {
+            AttentionKind::Standard => {
+                let q = self.q_width();
+                let kv = self.kv_width();
+                let total = h * q + 2.0 * h * kv + q * h;
+                (total, h * q.max(kv))
+            }
+            AttentionKind::Mla => {
+                let m = self.mla;
+                let a = f64::from(self.heads);
+                let (qr, kvr) = (f64::from(m.q_lora_rank), f64::from(m.kv_lora_rank));
+                let (nope, rope, v) = (
+                    f64::from(m.qk_nope_head_dim),
+                    f64::from(m.qk_rope_head_dim),
+                    f64::from(m.v_head_dim),
+                );
+                let q = if m.q_lora_rank > 0 {
+                    h * qr + qr * a * (nope + rope)
+                } else {
+                    h * a * (nope + rope)
+                };
+                let kv = h * (kvr + rope) + kvr * a * (nope + v);
+                let o = a * v * h;
+                (q + kv + o, (kvr * a * (nope + v)).max(o))
+            }
+        }
+    }
+
+    /// Small per-layer attention extras: biases, q/k norms, MLA latent norms.
+    fn attention_extras(&self) -> f64 {
+        let d = f64::from(self.head_dim);
+        let mut extra = 0.0;
+        match self.biases {
+            Biases::None => {}
+            Biases::Qkv => extra += self.q_width() + 2.0 * self.kv_width(),
+            Biases::All => extra += self.q_width() + 2.0 * self.kv_width() + f64::from(self.hidden),
+        }
+        if self.qk_norm {
+            extra += 2.0 * d;
+        }
+        if self.attention == AttentionKind::Mla {
+            extra += f64::from(self.mla.q_lora_rank) + f64::from(self.mla.kv_lora_rank);
+        }
+        extra
+    }
+
+    /// One MLP of width `i`: gated `3·h·i`, plain `2·h·i` (+ biases `i + h` when all layers have them).
+    fn mlp_linear(&self, width: u32) -> f64 {
+        let (h, i) = (f64::from(self.hidden), f64::from(width));
+        match self.mlp {
+            MlpKind::Gated => 3.0 * h * i,
+            MlpKind::Plain => 2.0 * h * i,
+        }
+    }
+
+    fn mlp_bias(&self, width: u32) -> f64 {
+        if self.biases == Biases::All {
+            f64::from(width) + f64::from(self.hidden)
+        } else {
+            0.0
+        }
+    }
+
+    /// Parameter counts (see [`ParamCounts`]). All arithmetic in `f64`, so absurd shapes never overflow.
+    ///
+    /// MoE layers hold `E` routed experts of `moe_intermediate_size`, a router `h·E`, and shared experts;
+    /// the first `dense_layers` keep a dense MLP (DeepSeek `first_k_dense_replace`).
+    pub fn params(&self) -> ParamCounts {
+        let h = f64::from(self.hidden);
+        let layers = f64::from(self.layers);
+        let vocab_h = f64::from(self.vocab) * h;
+        let embedding = vocab_h + f64::from(self.learned_positions) * h;
+        let lm_head = if self.tied_embeddings { 0.0 } else { vocab_h };
+
+        let (attn, largest_attn) = self.attention_linear();
+        let norm_params = if self.layer_norm { 2.0 * h } else { h };
+        let per_layer_small =
+            self.attention_extras() + f64::from(self.norms_per_layer) * norm_params;
+
+        let (mlp_linear_all, mlp_active_all, mlp_small_all, largest_mlp) = match self.moe {
+            None => {
+                let l = self.mlp_linear(self.intermediate);
+                (
+                    l * layers,
+                    l * layers,
+                    self.mlp_bias(self.intermediate) * layers,
+                    h * f64::from(self.intermediate),
+                )
+            }
+            Some(moe) => {
+                let dense = f64::from(moe.dense_layers.min(self.layers));
+                let sparse = layers - dense;
+                let expert = self.mlp_linear(moe.expert_intermediate);
+                let shared = self.mlp_linear(moe.shared_intermediate);
+                let dense_mlp = self.mlp_linear(self.intermediate);
+                let router = h * f64::from(moe.experts);
+                // Qwen2-MoE gates its shared expert with a 1-wide linear (shared_expert_gate).
+                let shared_gate = if moe.shared_intermediate > 0 { h } else { 0.0 };
+                let linear =
+                    dense * dense_mlp + sparse * (f64::from(moe.experts) * expert + shared);
+                let active = dense * dense_mlp
+                    + sparse * (f64::from(moe.active.min(moe.experts)) * expert + shared);
+                let largest =
+                    h * f64::from(moe.expert_intermediate.max(moe.shared_intermediate).max(
+                        if moe.dense_layers > 0 {
+                            self.intermediate
+                        } else {
+                            0
+                        },
+                    ));
+                (linear, active, sparse * (router + shared_gate), largest)
+            }
+        };
+
+        let linear = attn * layers + mlp_linear_all;
+        let small = per_layer_small * layers + mlp_small_all + norm_params;
+        let non_linear = embedding + lm_head + small;
+        let total = linear + non_linear;
+        let active = attn * layers + mlp_active_all + non_linear;
+        let largest_linear = largest_attn.max(largest_mlp).max(lm_head);
+        ParamCounts {
+            total,
+            linear,
+            non_linear,
+            embedding,
+            lm_head,
+            per_layer: if layers > 0.0 {
+                (linear + per_layer_small * layers + mlp_small_all) / layers
+            } else {
+                0.0
+            },
+            active,
+            largest_linear,
+        }
+    }
+
+    /// Input widths of the seven adaptable linear modules, `(module, d_in, d_out)`, for LoRA counts.
+    /// MoE: the MLP modules are those of the experts a layer holds (every expert is adapted).
+    pub fn linear_modules(&self) -> [(crate::model::job::Module, f64, f64); 7] {
+        use crate::model::job::Module;
+        let h = f64::from(self.hidden);
+        let q = self.q_width();
+        let kv = match self.attention {
+            AttentionKind::Standard => self.kv_width(),
+            AttentionKind::Mla => f64::from(self.mla.kv_lora_rank + self.mla.qk_rope_head_dim),
+        };
+        let o_in = match self.attention {
+            AttentionKind::Standard => q,
+            AttentionKind::Mla => f64::from(self.heads) * f64::from(self.mla.v_head_dim),
+        };
+        let (i, copies) = match self.moe {
+            None => (f64::from(self.intermediate), 1.0),
+            Some(m) => (
+                f64::from(m.expert_intermediate),
+                f64::from(m.experts) + if m.shared_intermediate > 0 { 1.0 } else { 0.0 },
+            ),
+        };
+        let gate = if self.mlp == MlpKind::Gated {
+            copies
+        } else {
+            0.0
+        };
+        [
+            (Module::Q, h, q),
+            (Module::K, h, kv),
+            (Module::V, h, kv),
+            (Module::O, o_in, h),
+            (Module::Gate, h * gate, i),
+            (Module::Up, h * copies, i),
+            (Module::Down, i * copies, h),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn assert_params(arch: &Architecture, expected: f64) {
+        let got = arch.params().total;
+        assert!(
+            ((got - expected) / expected).abs() < 1e-9,
+            "computed {got}, expected {expected}"
+        );
+    }
+
+    #[test]
+    fn llama_3_1_8b_matches_published_exact_count() {
+        // 8,030,261,248: keras-hub llama3_8b_en preset 'params' (shared/data/models.json).
+        assert_params(&Architecture::default(), 8_030_261_248.0);
+    }
+
+    #[test]
+    fn gpt2_with_learned_positions_and_biases() {
+        // 124,439,808: keras-hub gpt2_base_en preset.
+        let gpt2 = Architecture {
+            layers: 12,
+            hidden: 768,
+            heads: 12,
+            kv_heads: 12,
+            head_dim: 64,
+            intermediate: 3072,
+            vocab: 50257,
+            tied_embeddings: true,
+            learned_positions: 1024,
+            mlp: MlpKind::Plain,
+            biases: Biases::All,
+            layer_norm: true,
+            ..Architecture::default()
+        };
+        assert_params(&gpt2, 124_439_808.0);
+    }
+
+    #[test]
+    fn hand_counted_tiny_model() {
+        // h=4, 1 layer, 2 heads of 2, 1 KV head, i=8, vocab 10, untied:
+        // embed 40 + head 40 + q 16 + k 8 + v 8 + o 16 + mlp 96 + norms 3·4 = 236.
+        let tiny = Architecture {
+            layers: 1,
+            hidden: 4,
+            heads: 2,
+            kv_heads: 1,
+            head_dim: 2,
+            intermediate: 8,
+            vocab: 10,
+            ..Architecture::default()
+        };
+        assert_params(&tiny, 236.0);
+        assert_eq!(tiny.params().linear, 16.0 + 8.0 + 8.0 + 16.0 + 96.0);
+    }
+}

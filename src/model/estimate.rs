@@ -1,0 +1,702 @@
+//! Assembles a job's per-GPU breakdown, the three measured totals and host RAM.
+
+use super::activations::{
+    act_bytes, eager_scores_per_token, layer_bytes_per_token, loss_bytes_per_logit,
+};
+use super::arch::{AttentionKind, ParamCounts};
+use super::job::{
+    Checkpointing, Job, Mode, Module, Offload, OffloadDevice, Optimizer, Parallelism, Precision,
+    WeightFormat,
+};
+use crate::bytes::GIB;
+use serde::{Deserialize, Serialize};
+
+/// One named part of GPU memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Component {
+    /// Quantized base weights (4/8-bit linear layers).
+    WeightsQuantized,
+    /// Weights kept in 16-bit (or fp32): everything when unquantized, else embeddings, LM head, norms.
+    Weights,
+    /// LoRA/DoRA adapter weights (fp32, PEFT's default `autocast_adapter_dtype`).
+    Adapters,
+    /// Gradients of trainable parameters.
+    Gradients,
+    /// fp32 master copy of trainable weights (mixed precision with 16-bit working weights).
+    MasterWeights,
+    /// Optimizer states (Adam moments etc.).
+    OptimizerStates,
+    /// Activations that decoder layers keep for backward.
+    Activations,
+    /// Eager-attention score/probability matrices.
+    AttentionScores,
+    /// Logits and the cross-entropy loss buffers.
+    Logits,
+    /// Inference key/value cache.
+    KvCache,
+    /// Short-lived buffers: optimizer-step temporaries, ZeRO-3 gathers, 4-bit dequantization, prefill.
+    Temporary,
+    /// CUDA context, cuBLAS/cuDNN workspaces and kernels: seen by nvidia-smi, not by PyTorch.
+    CudaContext,
+    /// Memory PyTorch's caching allocator holds but no tensor uses (fragmentation, cached blocks).
+    AllocatorReserve,
+}
+
+impl Component {
+    /// Every component, in display order (bottom of the stacked bar first).
+    pub const ALL: [Component; 13] = [
+        Component::WeightsQuantized,
+        Component::Weights,
+        Component::Adapters,
+        Component::MasterWeights,
+        Component::Gradients,
+        Component::OptimizerStates,
+        Component::Activations,
+        Component::AttentionScores,
+        Component::Logits,
+        Component::KvCache,
+        Component::Temporary,
+        Component::AllocatorReserve,
+        Component::CudaContext,
+    ];
+}
+
+/// Where the peak happens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// Start of backward: every saved activation and the loss buffers alive.
+    Backward,
+    /// Optimizer step: gradients, states and step temporaries alive.
+    OptimizerStep,
+    /// Inference prefill (prompt processing).
+    Prefill,
+    /// Inference decoding with a full KV cache.
+    Generation,
+}
+
+/// One named part of host RAM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostComponent {
+    /// Python, PyTorch and CUDA libraries, per process.
+    Runtime,
+    /// Reading the checkpoint while loading weights.
+    WeightLoading,
+    /// Optimizer states and master weights offloaded to the CPU (pinned).
+    OffloadedOptimizer,
+    /// Parameters offloaded to the CPU.
+    OffloadedParams,
+    /// Checkpointed activations offloaded to the CPU.
+    OffloadedActivations,
+    /// The dataset held in memory.
+    Dataset,
+    /// Gathering a full state dict to save a checkpoint.
+    CheckpointSave,
+}
+
+/// A warning about the job itself, as data (the page translates it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Warning {
+    /// QLoRA needs a 4-bit bitsandbytes base; the format was taken as NF4.
+    QloraNeedsNf4,
+    /// ZeRO/FSDP with one GPU shards nothing.
+    ShardingNeedsGpus,
+    /// Parameter offload needs ZeRO-3.
+    ParamOffloadNeedsZero3,
+    /// Training GPTQ/AWQ weights directly is not supported; they are trained as frozen bases.
+    QuantizedFullTraining,
+    /// A size was zero and was treated as one.
+    ZeroSize,
+}
+
+/// An amount of one component.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Part<C> {
+    pub component: C,
+    pub bytes: f64,
+}
+
+/// The model's answer for one job.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    /// The busiest GPU's memory at its peak, by component (components of 0 bytes omitted).
+    pub gpu: Vec<Part<Component>>,
+    /// Peak of live tensors (`torch.cuda.max_memory_allocated`), bytes.
+    pub peak_allocated: f64,
+    /// Peak held by PyTorch's caching allocator (`torch.cuda.max_memory_reserved`), bytes.
+    pub peak_reserved: f64,
+    /// What nvidia-smi shows for the process: reserved + CUDA context (+ paged optimizer states), bytes.
+    pub device_total: f64,
+    /// When the peak happens.
+    pub phase: Phase,
+    /// Host RAM for the whole machine (all ranks), by component.
+    pub host: Vec<Part<HostComponent>>,
+    /// Host RAM total, bytes.
+    pub host_total: f64,
+    /// Parameter counts of the model.
+    pub params: ParamCounts,
+    /// Trainable parameters.
+    pub trainable_params: f64,
+    /// Problems with the job as given.
+    pub warnings: Vec<Warning>,
+}
+
+impl Estimate {
+    /// Bytes of one GPU component (0 when absent).
+    pub fn gpu_bytes(&self, c: Component) -> f64 {
+        self.gpu
+            .iter()
+            .filter(|p| p.component == c)
+            .map(|p| p.bytes)
+            .sum()
+    }
+}
+
+/// CUDA context, cuBLAS workspace and loaded kernels: what nvidia-smi shows beyond PyTorch's reserved
+/// memory. ~0.5 GiB with CUDA ≥ 11.7 lazy module loading on an A100/H100, 0.7–1.3 GiB without it
+/// (PyTorch "CUDA semantics" notes; `shared/design/memory-model.md` §7). One constant, fit once.
+pub const CUDA_CONTEXT_GIB: f64 = 0.9;
+
+/// Fixed part of the caching allocator's unused reserve (rounding to 2 MiB blocks, cached small-block
+/// pools, the 20 MiB large-block split granularity). Fit once on the shared reference cases.
+pub const ALLOCATOR_FIXED_GIB: f64 = 0.3;
+
+/// Share of short-lived memory (activations, logits, temporaries) that the caching allocator keeps reserved
+/// but unused at the peak: freed blocks are cached and split, so reserved exceeds allocated by a fraction of
+/// what churns. Fit once on the shared reference cases (`memory-model.md` §11: "about half").
+pub const ALLOCATOR_TRANSIENT_SHARE: f64 = 0.35;
+
+/// Host RAM of one training/inference process: Python, PyTorch with its CUDA libraries (cuBLAS, cuDNN,
+/// NCCL are several GiB of mapped code, mostly resident) and the tokenizer. Typical RSS, ≈ 3 GiB.
+pub const HOST_RUNTIME_GIB: f64 = 3.0;
+
+/// Bytes of gradient per trainable parameter.
+fn grad_bytes(job: &Job) -> f64 {
+    match job.precision {
+        Precision::Pure16 => 2.0,
+        // AMP on fp32 weights (HF Trainer) and DeepSpeed's fp32 gradient partitions both hold fp32 grads
+        // (DeepSpeed `estimate_zero2_model_states_mem_needs` counts 4 B).
+        Precision::Mixed | Precision::Fp32 => 4.0,
+    }
+}
+
+/// Optimizer state bytes per trainable parameter, and whether they live in paged (managed) memory.
+///
+/// AdamW: two fp32 moments, 8 B (Loshchilov & Hutter; torch `AdamW` `exp_avg`, `exp_avg_sq`). 16-bit states: 4 B.
+/// bitsandbytes 8-bit Adam: two uint8 states + fp32 absmax per 2048-element block ≈ 2.004 B, only for
+/// tensors of ≥ 4096 elements (`bnb.optim.Adam8bit`, `min_8bit_size`). Paged variants keep the same states in
+/// CUDA managed memory that PyTorch's allocator does not count. SGD momentum and Lion: one buffer, 4 B.
+/// Adafactor (HF default `beta1=None`): factored second moment, `rows + cols` floats per matrix ≈ 4·2/h B.
+fn optimizer_bytes(job: &Job) -> (f64, bool) {
+    let h = f64::from(job.arch.hidden.max(1));
+    match job.optimizer {
+        Optimizer::Adamw => (8.0, false),
+        Optimizer::Adamw16 => (4.0, false),
+        Optimizer::Adamw8bit => (2.0 + 8.0 / 2048.0, false),
+        Optimizer::PagedAdamw => (8.0, true),
+        Optimizer::PagedAdamw8bit => (2.0 + 8.0 / 2048.0, true),
+        Optimizer::Adafactor => (8.0 / h, false),
+        Optimizer::SgdMomentum | Optimizer::Lion => (4.0, false),
+        Optimizer::Sgd | Optimizer::None => (0.0, false),
+    }
+}
+
+/// Trainable parameters, and the share of them that are adapters (rather than base weights).
+///
+/// LoRA on a `d_in × d_out` module adds `r·(d_in + d_out)` (Hu et al. 2021); DoRA adds a magnitude vector of
+/// `d_out` (Liu et al. 2024). `modules_to_save` trains full copies of the embedding / LM head.
+/// Freeze-tuning trains the last n decoder layers (LLaMA-Factory `freeze_trainable_layers`).
+fn trainable(job: &Job, p: &ParamCounts) -> (f64, f64) {
+    let layers = f64::from(job.arch.layers);
+    match job.mode {
+        Mode::Inference => (0.0, 0.0),
+        Mode::Full => (p.total, 0.0),
+        Mode::Freeze => {
+            let n = f64::from(job.freeze_trainable_layers.min(job.arch.layers));
+            (n * p.per_layer, 0.0)
+        }
+        Mode::Lora | Mode::Qlora => {
+            let r = f64::from(job.lora.rank);
+            let mut adapters = 0.0;
+            for (m, d_in, d_out) in job.arch.linear_modules() {
+                if job.lora.targets.contains(&m) && d_in > 0.0 {
+                    let copies = match (job.arch.moe, m) {
+                        (Some(moe), Module::Gate | Module::Up | Module::Down) => {
+                            f64::from(moe.experts)
+                                + if moe.shared_intermediate > 0 {
+                                    1.0
+                                } else {
+                                    0.0
+                                }
+                        }
+                        _ => 1.0,
+                    };
+                    let per_copy_in = d_in / copies;
+                    let dora = if job.lora.dora { d_out } else { 0.0 };
+                    adapters += copies * (r * (per_copy_in + d_out) + dora);
+                }
+            }
+            adapters *= layers;
+            let mut full = 0.0;
+            if job.lora.train_embed {
+                full += p.embedding;
+            }
+            if job.lora.train_lm_head {
+                full += if p.lm_head > 0.0 {
+                    p.lm_head
+                } else {
+                    p.embedding
+                };
+            }
+            (adapters + full, adapters)
+        }
+    }
+}
+
+/// GPUs one model copy is spread over for sharding (ZeRO/FSDP), pipeline and tensor parallelism.
+fn degree(job: &Job) -> f64 {
+    f64::from(job.gpus.max(1))
+}
+
+/// Estimates GPU and host memory for a job. Total: every input, including zeros and absurd sizes, gives
+/// finite, non-negative numbers.
+pub fn estimate(job: &Job) -> Estimate {
+    let mut warnings = Vec::new();
+    let mut job = job.clone();
+    if job.mode == Mode::Qlora && !job.weights.is_bnb_4bit() {
+        warnings.push(Warning::QloraNeedsNf4);
+        job.weights = WeightFormat::Nf4;
+    }
+    if job.micro_batch == 0 || job.seq_len == 0 || job.gpus == 0 {
+        warnings.push(Warning::ZeroSize);
+    }
+    let sharded = matches!(
+        job.parallelism,
+        Parallelism::Zero1 | Parallelism::Zero2 | Parallelism::Zero3
+    );
+    if sharded && job.gpus <= 1 && job.offload == Offload::None {
+        warnings.push(Warning::ShardingNeedsGpus);
+    }
+    if job.offload == Offload::ParamOptimizer && job.parallelism != Parallelism::Zero3 {
+        warnings.push(Warning::ParamOffloadNeedsZero3);
+    }
+    if job.mode == Mode::Full && job.weights.is_quantized() {
+        warnings.push(Warning::QuantizedFullTraining);
+    }
+
+    let arch = &job.arch;
+    let p = arch.params();
+    let n = degree(&job);
+    let ab = act_bytes(&job);
+    let (trainable_params, adapter_params) = trainable(&job, &p);
+    let base_trainable = trainable_params - adapter_params;
+
+    // ---- how the model is divided over GPUs -------------------------------------------------------
+    // Share of layer-proportional memory on the busiest GPU.
+    let layer_share = match job.parallelism {
+        Parallelism::Pipeline => {
+            let l = f64::from(arch.layers.max(1));
+            (l / n).ceil() / l
+        }
+        Parallelism::Tensor => 1.0 / n,
+        _ => 1.0,
+    };
+    let shard = |stage: u8| -> f64 {
+        let s = match job.parallelism {
+            Parallelism::Zero1 => 1,
+            Parallelism::Zero2 => 2,
+            Parallelism::Zero3 => 3,
+            _ => 0,
+        };
+        if s >= stage {
+            1.0 / n
+        } else {
+            1.0
+        }
+    };
+
+    // ---- weights ----------------------------------------------------------------------------------
+    // Working dtype of unquantized weights: fp32 under HF AMP (model loaded in fp32) unless DeepSpeed/FSDP
+    // keep 16-bit working copies; 2 B in pure 16-bit.
+    let working = match (job.precision, job.weights) {
+        (Precision::Fp32, _) | (_, WeightFormat::Fp32) => 4.0,
+        (Precision::Mixed, _) if !sharded && job.mode == Mode::Full => 4.0,
+        _ => 2.0,
+    };
+    let quantized = job.weights.is_quantized();
+    let (w_quant, w_plain) = if quantized {
+        let non_linear_bytes = if job.upcast_non_quantized && job.is_training() {
+            4.0
+        } else {
+            2.0
+        };
+        (
+            p.linear * job.weights.linear_bytes(),
+            p.non_linear * non_linear_bytes,
+        )
+    } else {
+        (0.0, p.total * working)
+    };
+    // Busiest GPU: layer share of the decoder, plus the embedding/LM head on one GPU for pipelines.
+    let weight_split = |bytes_linear: f64, bytes_rest: f64| -> f64 {
+        match job.parallelism {
+            Parallelism::Pipeline => bytes_linear * layer_share + bytes_rest,
+            Parallelism::Tensor => (bytes_linear + bytes_rest) / n,
+            _ => (bytes_linear + bytes_rest) * shard(3),
+        }
+    };
+    let (lin_plain, rest_plain) = if quantized {
+        (0.0, w_plain)
+    } else {
+        (p.linear * working, (p.total - p.linear) * working)
+    };
+    let param_offloaded = job.offload == Offload::ParamOptimizer;
+    let weights_q = if param_offloaded {
+        0.0
+    } else {
+        weight_split(w_quant, 0.0)
+    };
+    let weights_plain = if param_offloaded {
+        0.0
+    } else {
+        weight_split(lin_plain, rest_plain)
+    };
+
+    // ---- trainable state ----------------------------------------------------------------------------
+    let train_share = match job.parallelism {
+        Parallelism::Pipeline | Parallelism::Tensor => layer_share,
+        _ => 1.0,
+    };
+    let adapters = adapter_params * 4.0 * train_share;
+    let grads = trainable_params * grad_bytes(&job) * shard(2) * train_share;
+    let (opt_b, paged) = optimizer_bytes(&job);
+    let optimizer_offloaded = job.offload != Offload::None;
+    // A separate fp32 master copy exists when the working weights are 16-bit but the run is mixed precision:
+    // DeepSpeed/FSDP mixed precision for full training (the optimizer holds fp32 params).
+    let master = if job.precision == Precision::Mixed && working < 4.0 && base_trainable > 0.0 {
+        base_trainable * 4.0
+    } else {
+        0.0
+    };
+    let (states_gpu, master_gpu) = if optimizer_offloaded {
+        (0.0, 0.0)
+    } else {
+        (
+            trainable_params * opt_b * shard(1) * train_share,
+            master * shard(1) * train_share,
+        )
+    };
+    let (states_alloc, states_paged) = if paged {
+        (0.0, states_gpu)
+    } else {
+        (states_gpu, 0.0)
+    };
+
+    // ---- activations --------------------------------------------------------------------------------
+    let tokens = f64::from(job.micro_batch.max(1)) * f64::from(job.seq_len.max(1));
+    let seq = f64::from(job.seq_len.max(1));
+    let mut activations = 0.0;
+    let mut scores = 0.0;
+    let mut logits = 0.0;
+    let mut temporary_bwd = 0.0;
+    if job.is_training() {
+        let per_layer = layer_bytes_per_token(arch, &job) * tokens;
+        let scores_layer = eager_scores_per_token(arch, &job, seq) * tokens;
+        // Layers that keep activations: all, except below the first trained layer in freeze mode.
+        let total_layers = f64::from(arch.layers);
+        let kept_layers = match job.mode {
+            Mode::Freeze => f64::from(job.freeze_trainable_layers.min(arch.layers)),
+            _ => total_layers,
+        } * layer_share;
+        let act_share = if job.parallelism == Parallelism::Tensor {
+            1.0 / n
+        } else {
+            1.0
+        };
+        let layer_input = ab * f64::from(arch.hidden) * tokens;
+        match job.checkpointing {
+            Checkpointing::Off => {
+                activations = kept_layers * per_layer * act_share;
+                scores = kept_layers * scores_layer * act_share;
+            }
+            // HF `gradient_checkpointing`: each layer's input is kept; in backward one layer at a time is
+            // recomputed, so one layer's full activations are live (Chen et al. 2016, "Training Deep Nets
+            // with Sublinear Memory Cost").
+            Checkpointing::Layer => {
+                activations = kept_layers * layer_input + per_layer * act_share;
+                scores = scores_layer * act_share;
+            }
+            Checkpointing::Offload => {
+                activations = 2.0 * layer_input + per_layer * act_share;
+                scores = scores_layer * act_share;
+            }
+        }
+        // Final norm and the LM-head input, then the logits and loss buffers (on the last GPU).
+        let final_norm = 4.0 * f64::from(arch.hidden) * tokens;
+        activations += final_norm;
+        logits = loss_bytes_per_logit(job.loss, &job)
+            * tokens
+            * f64::from(arch.vocab)
+            * if job.parallelism == Parallelism::Tensor {
+                1.0 / n
+            } else {
+                1.0
+            };
+        // bitsandbytes 4-bit matmuls dequantize each weight to 16-bit on the fly (forward and backward):
+        // a transient of about twice the largest linear layer.
+        if job.weights.is_bnb_4bit() || job.weights == WeightFormat::Int8 {
+            temporary_bwd += 2.0 * p.largest_linear * 2.0 * layer_share;
+        }
+    }
+    // ZeRO-3/FSDP gather the full 16-bit weights of the current and the prefetched layer.
+    if job.parallelism == Parallelism::Zero3 && job.gpus > 1 || param_offloaded {
+        temporary_bwd += 2.0 * p.per_layer * 2.0 + 2.0 * p.embedding.max(p.lm_head) * 0.0;
+    }
+
+    // Gradients are live at the start of backward when they persist between micro-batches (accumulation)
+    // or in DDP/ZeRO buckets.
+    let grads_persist = job.grad_accum > 1 || job.gpus > 1;
+    // PyTorch foreach AdamW: one parameter-sized temporary list in the parameter dtype during `step()`.
+    let step_temp = if job.optimizer_step_temp
+        && !optimizer_offloaded
+        && job.is_training()
+        && !matches!(job.optimizer, Optimizer::None | Optimizer::Sgd)
+    {
+        let param_bytes = if adapter_params > 0.0 { 4.0 } else { working };
+        trainable_params * param_bytes * shard(1) * train_share
+    } else {
+        0.0
+    };
+
+    // ---- inference ----------------------------------------------------------------------------------
+    let mut kv_cache = 0.0;
+    let mut prefill = 0.0;
+    if !job.is_training() {
+        let inf = job.inference;
+        let batch = f64::from(inf.batch.max(1));
+        let prompt = f64::from(inf.prompt_tokens.max(1));
+        let total = prompt + f64::from(inf.new_tokens);
+        // KV cache = 2 · layers · kv_heads · head_dim · tokens · batch · bytes (GQA-aware). MLA caches the
+        // latent and the RoPE key: (kv_lora_rank + qk_rope_head_dim) per layer and token (DeepSeek-V2 paper
+        // sec. 2.1.2). Sliding-window layers cache at most the window (Mistral v0.1, Gemma 2/3).
+        let per_token_layer = match arch.attention {
+            AttentionKind::Standard => 2.0 * arch.kv_width(),
+            AttentionKind::Mla => f64::from(arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim),
+        };
+        let window = f64::from(arch.sliding_window);
+        let cached = if window > 0.0 {
+            let frac = arch.sliding_fraction.clamp(0.0, 1.0);
+            frac * total.min(window) + (1.0 - frac) * total
+        } else {
+            total
+        };
+        kv_cache = f64::from(arch.layers)
+            * per_token_layer
+            * cached
+            * batch
+            * inf.kv_dtype.bytes()
+            * layer_share
+            / if job.parallelism == Parallelism::Tensor {
+                n
+            } else {
+                1.0
+            };
+        // Prefill working set of one layer over the prompt: the residual, q/k/v/output and, in the MLP,
+        // gate, up, activation and product (4·i); eager attention adds the fp32 and 16-bit score matrices.
+        let h = f64::from(arch.hidden);
+        let i = match arch.moe {
+            Some(m) => f64::from(m.expert_intermediate) * f64::from(m.active.max(1)),
+            None => f64::from(arch.intermediate),
+        };
+        let t = batch * prompt;
+        let attn_work = ab * t * (2.0 * h + arch.q_width() + 2.0 * arch.q_width());
+        let mlp_work = ab * t * (2.0 * h + 4.0 * i);
+        let scores_work = if job.attention == super::job::AttentionImpl::Eager {
+            (4.0 + ab) * f64::from(arch.heads) * prompt * prompt * batch
+        } else {
+            0.0
+        };
+        // Only the last position's logits (transformers ≥ 4.45 `logits_to_keep`), upcast to fp32.
+        let last_logits = batch * f64::from(arch.vocab) * (2.0 + 4.0);
+        prefill = (attn_work + scores_work).max(mlp_work) + last_logits;
+        if job.weights.is_bnb_4bit() || job.weights == WeightFormat::Int8 {
+            prefill += 2.0 * p.largest_linear * 2.0;
+        }
+    }
+
+    // ---- peak -----------------------------------------------------------------------------------------
+    let static_bytes = weights_q + weights_plain + adapters + master_gpu + states_alloc;
+    let backward_live =
+        activations + scores + logits + temporary_bwd + if grads_persist { grads } else { 0.0 };
+    let step_live = grads + step_temp;
+    let (phase, live_components) = if !job.is_training() {
+        (Phase::Prefill, prefill + kv_cache)
+    } else if backward_live >= step_live {
+        (Phase::Backward, backward_live)
+    } else {
+        (Phase::OptimizerStep, step_live)
+    };
+    let peak_allocated = static_bytes + live_components;
+    let transient = match phase {
+        Phase::Backward => activations + scores + logits + temporary_bwd,
+        Phase::OptimizerStep => step_temp,
+        Phase::Prefill | Phase::Generation => prefill,
+    };
+    let reserve = ALLOCATOR_FIXED_GIB * GIB + ALLOCATOR_TRANSIENT_SHARE * transient;
+    let peak_reserved = peak_allocated + reserve;
+    let context = CUDA_CONTEXT_GIB * GIB;
+    let device_total = peak_reserved + context + states_paged;
+
+    let mut gpu = vec![
+        Part {
+            component: Component::WeightsQuantized,
+            bytes: weights_q,
+        },
+        Part {
+            component: Component::Weights,
+            bytes: weights_plain,
+        },
+        Part {
+            component: Component::Adapters,
+            bytes: adapters,
+        },
+        Part {
+            component: Component::MasterWeights,
+            bytes: master_gpu,
+        },
+        Part {
+            component: Component::OptimizerStates,
+            bytes: states_gpu,
+        },
+    ];
+    match phase {
+        Phase::Backward => {
+            if grads_persist {
+                gpu.push(Part {
+                    component: Component::Gradients,
+                    bytes: grads,
+                });
+            }
+            gpu.extend([
+                Part {
+                    component: Component::Activations,
+                    bytes: activations,
+                },
+                Part {
+                    component: Component::AttentionScores,
+                    bytes: scores,
+                },
+                Part {
+                    component: Component::Logits,
+                    bytes: logits,
+                },
+                Part {
+                    component: Component::Temporary,
+                    bytes: temporary_bwd,
+                },
+            ]);
+        }
+        Phase::OptimizerStep => gpu.extend([
+            Part {
+                component: Component::Gradients,
+                bytes: grads,
+            },
+            Part {
+                component: Component::Temporary,
+                bytes: step_temp,
+            },
+        ]),
+        Phase::Prefill | Phase::Generation => gpu.extend([
+            Part {
+                component: Component::KvCache,
+                bytes: kv_cache,
+            },
+            Part {
+                component: Component::Temporary,
+                bytes: prefill,
+            },
+        ]),
+    }
+    gpu.push(Part {
+        component: Component::AllocatorReserve,
+        bytes: reserve,
+    });
+    gpu.push(Part {
+        component: Component::CudaContext,
+        bytes: context,
+    });
+    gpu.retain(|part| part.bytes > 0.0);
+
+    // ---- host RAM (whole machine) ----------------------------------------------------------------------
+    let ranks = f64::from(job.gpus.max(1));
+    let mut host = vec![Part {
+        component: HostComponent::Runtime,
+        bytes: HOST_RUNTIME_GIB * GIB * ranks,
+    }];
+    // from_pretrained memory-maps safetensors shards and copies them to the GPU one at a time: about one
+    // 5 GB shard per process (transformers `max_shard_size` default "5GB").
+    let sixteen_bit = p.total * 2.0;
+    host.push(Part {
+        component: HostComponent::WeightLoading,
+        bytes: sixteen_bit.min(5e9) * ranks,
+    });
+    if optimizer_offloaded {
+        // ZeRO-Offload: fp32 master weights, Adam states (and fp32 gradients) on the CPU, pinned
+        // (Ren et al. 2021, ZeRO-Offload; DeepSpeed `estimate_zero3_model_states_mem_needs`: 18 B/param with
+        // optimizer offload). NVMe keeps them on disk behind pinned staging buffers.
+        let offloaded = trainable_params * (opt_b + 4.0 + 4.0) + master;
+        let bytes = match job.offload_device {
+            OffloadDevice::Cpu => offloaded,
+            OffloadDevice::Nvme => offloaded.min(4.0 * GIB),
+        };
+        host.push(Part {
+            component: HostComponent::OffloadedOptimizer,
+            bytes,
+        });
+    }
+    if param_offloaded {
+        host.push(Part {
+            component: HostComponent::OffloadedParams,
+            bytes: match job.offload_device {
+                OffloadDevice::Cpu => sixteen_bit,
+                OffloadDevice::Nvme => sixteen_bit.min(2.0 * GIB),
+            },
+        });
+    }
+    if job.checkpointing == Checkpointing::Offload && job.is_training() {
+        host.push(Part {
+            component: HostComponent::OffloadedActivations,
+            bytes: f64::from(arch.layers) * ab * f64::from(arch.hidden) * tokens * ranks,
+        });
+    }
+    if job.dataset_gib > 0.0 && job.dataset_gib.is_finite() {
+        host.push(Part {
+            component: HostComponent::Dataset,
+            bytes: job.dataset_gib * GIB,
+        });
+    }
+    if job.is_training() && job.parallelism == Parallelism::Zero3 && job.mode == Mode::Full {
+        host.push(Part {
+            component: HostComponent::CheckpointSave,
+            bytes: sixteen_bit,
+        });
+    }
+    host.retain(|part| part.bytes > 0.0);
+    let host_total = host.iter().map(|part| part.bytes).sum();
+
+    Estimate {
+        gpu,
+        peak_allocated,
+        peak_reserved,
+        device_total,
+        phase,
+        host,
+        host_total,
+        params: p,
+        trainable_params,
+        warnings,
+    }
+}

@@ -1,0 +1,359 @@
+//! The job a user describes: model shape, method, precision, optimizer, batch, GPUs. Plain data with defaults,
+//! so a JSON object (CLI, `window.vramfit.estimate`) may give only the fields it cares about.
+
+use super::arch::Architecture;
+use super::stack::Stack;
+use serde::{Deserialize, Serialize};
+
+/// What the run does with the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Every parameter trained.
+    Full,
+    /// LoRA adapters on a frozen 16-bit (or 8-bit) base.
+    #[default]
+    Lora,
+    /// LoRA on a 4-bit quantized base (QLoRA; Dettmers et al. 2023).
+    Qlora,
+    /// Only the last `freeze_trainable_layers` layers trained (LLaMA-Factory `finetuning_type: freeze`).
+    Freeze,
+    /// Generation: prefill plus decoding with a KV cache.
+    Inference,
+}
+
+/// How the base weights are stored on the GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum WeightFormat {
+    Fp32,
+    #[default]
+    Bf16,
+    Fp16,
+    Fp8,
+    /// bitsandbytes LLM.int8().
+    Int8,
+    /// bitsandbytes 4-bit NormalFloat.
+    Nf4,
+    /// NF4 with double quantization of the absmax constants.
+    Nf4Dq,
+    /// bitsandbytes 4-bit float.
+    Fp4,
+    /// GPTQ 4-bit, group size 128.
+    GptqInt4,
+    /// GPTQ 8-bit, group size 128.
+    GptqInt8,
+    /// AWQ 4-bit, group size 128.
+    AwqInt4,
+}
+
+/// Whether the run keeps fp32 master weights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Precision {
+    /// Weights, gradients and optimizer states in bf16/fp16 ("pure" 16-bit, e.g. `torch_dtype=bfloat16`).
+    #[default]
+    Pure16,
+    /// fp32 weights with bf16/fp16 autocast (HF Trainer `bf16=True` on an fp32-loaded model; DeepSpeed keeps
+    /// 16-bit weights plus fp32 master copies).
+    Mixed,
+    /// Everything in fp32.
+    Fp32,
+}
+
+/// The optimizer and how its states are stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Optimizer {
+    /// torch AdamW, fp32 exp_avg and exp_avg_sq.
+    #[default]
+    Adamw,
+    /// AdamW with states in the parameter dtype (bf16).
+    Adamw16,
+    /// bitsandbytes 8-bit AdamW.
+    Adamw8bit,
+    /// bitsandbytes paged AdamW (32-bit states in CUDA managed memory).
+    PagedAdamw,
+    /// bitsandbytes paged 8-bit AdamW.
+    PagedAdamw8bit,
+    /// Adafactor (factored second moment, no first moment).
+    Adafactor,
+    /// Plain SGD.
+    Sgd,
+    /// SGD with momentum.
+    SgdMomentum,
+    /// Lion (one momentum buffer).
+    Lion,
+    /// No optimizer (inference).
+    None,
+}
+
+/// A linear module LoRA can adapt, named as in Llama (`q_proj` … `down_proj`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Module {
+    Q,
+    K,
+    V,
+    O,
+    Gate,
+    Up,
+    Down,
+}
+
+impl Module {
+    /// All seven, in layer order.
+    pub const ALL: [Module; 7] = [
+        Module::Q,
+        Module::K,
+        Module::V,
+        Module::O,
+        Module::Gate,
+        Module::Up,
+        Module::Down,
+    ];
+}
+
+/// LoRA settings (PEFT `LoraConfig`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Lora {
+    /// Rank `r`.
+    pub rank: u32,
+    /// Adapted modules (`target_modules`).
+    pub targets: Vec<Module>,
+    /// Input embedding fully trained (`modules_to_save=["embed_tokens"]`).
+    pub train_embed: bool,
+    /// LM head fully trained (`modules_to_save=["lm_head"]`).
+    pub train_lm_head: bool,
+    /// DoRA (`use_dora=True`): a magnitude vector per adapted module and extra activations.
+    pub dora: bool,
+    /// `lora_dropout > 0`: each adapted module keeps a dropped-out copy of its input.
+    pub dropout: bool,
+}
+
+impl Default for Lora {
+    /// r = 16 on every linear module ("all-linear"), dropout 0.05: QLoRA paper practice.
+    fn default() -> Self {
+        Lora {
+            rank: 16,
+            targets: Module::ALL.to_vec(),
+            train_embed: false,
+            train_lm_head: false,
+            dora: false,
+            dropout: true,
+        }
+    }
+}
+
+/// Activation (gradient) checkpointing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Checkpointing {
+    /// Every activation kept for backward.
+    #[default]
+    Off,
+    /// HF `gradient_checkpointing=True`: each decoder layer's input kept, the layer recomputed in backward.
+    Layer,
+    /// Unsloth "unsloth" checkpointing: the kept layer inputs are offloaded to host RAM.
+    Offload,
+}
+
+/// Attention kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum AttentionImpl {
+    /// Materializes the `heads · s · s` score and probability matrices.
+    Eager,
+    /// `torch.nn.functional.scaled_dot_product_attention` (memory-efficient / flash backends).
+    #[default]
+    Sdpa,
+    /// FlashAttention-2 (`attn_implementation="flash_attention_2"`).
+    Flash2,
+}
+
+/// How logits and the cross-entropy loss are computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum LossImpl {
+    /// Full `b·s·V` logits, upcast to fp32 for the loss (HF Llama-family `logits.float()`).
+    #[default]
+    Fp32Logits,
+    /// Full logits kept in 16-bit through the loss (several remote-code families).
+    Bf16Logits,
+    /// LM head and loss computed in chunks (torchtune `CEWithChunkedOutputLoss`, litgpt `chunked_cross_entropy`).
+    Chunked,
+    /// Fused linear + cross-entropy kernel that never materializes logits (Liger, Unsloth, Cut Cross-Entropy).
+    Fused,
+}
+
+/// How the model is spread over the GPUs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Parallelism {
+    /// One full replica per GPU (DDP, or a single GPU).
+    #[default]
+    Ddp,
+    /// DeepSpeed ZeRO-1: optimizer states sharded.
+    Zero1,
+    /// ZeRO-2: optimizer states and gradients sharded.
+    Zero2,
+    /// ZeRO-3 or FSDP full shard: parameters too.
+    Zero3,
+    /// Naive model parallel: layers split over GPUs (`device_map="auto"`); one GPU works at a time.
+    Pipeline,
+    /// Tensor parallel over all GPUs (Megatron-style).
+    Tensor,
+}
+
+/// What is offloaded to host memory (DeepSpeed `offload_optimizer` / `offload_param`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Offload {
+    #[default]
+    None,
+    /// fp32 master weights and optimizer states in host RAM; the step runs on the CPU.
+    Optimizer,
+    /// Also the parameters (ZeRO-3 only): each layer is fetched when needed.
+    ParamOptimizer,
+}
+
+/// Where offloaded states go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum OffloadDevice {
+    #[default]
+    Cpu,
+    /// ZeRO-Infinity NVMe offload: states on disk, small pinned staging buffers in RAM.
+    Nvme,
+}
+
+/// KV-cache element type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum KvDtype {
+    #[default]
+    Bf16,
+    Fp8,
+    Int8,
+    Int4,
+}
+
+impl KvDtype {
+    /// Bytes per cached element.
+    pub fn bytes(self) -> f64 {
+        match self {
+            KvDtype::Bf16 => 2.0,
+            KvDtype::Fp8 | KvDtype::Int8 => 1.0,
+            KvDtype::Int4 => 0.5,
+        }
+    }
+}
+
+/// Generation settings (mode [`Mode::Inference`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Inference {
+    /// Prompt tokens per sequence.
+    pub prompt_tokens: u32,
+    /// Generated tokens per sequence.
+    pub new_tokens: u32,
+    /// Sequences generated at once.
+    pub batch: u32,
+    /// KV-cache dtype.
+    pub kv_dtype: KvDtype,
+}
+
+impl Default for Inference {
+    fn default() -> Self {
+        Inference {
+            prompt_tokens: 2048,
+            new_tokens: 512,
+            batch: 1,
+            kv_dtype: KvDtype::Bf16,
+        }
+    }
+}
+
+/// Everything that decides memory, with defaults for every field.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Job {
+    /// Model shape.
+    pub arch: Architecture,
+    /// Training stack whose behaviour the other fields default to.
+    pub stack: Stack,
+    pub mode: Mode,
+    pub weights: WeightFormat,
+    pub precision: Precision,
+    pub optimizer: Optimizer,
+    pub lora: Lora,
+    /// Trained layers in freeze mode (the last n).
+    pub freeze_trainable_layers: u32,
+    /// Sequences per GPU per forward pass.
+    pub micro_batch: u32,
+    /// Tokens per sequence.
+    pub seq_len: u32,
+    /// Micro-batches accumulated per optimizer step (gradients stay allocated between them).
+    pub grad_accum: u32,
+    pub checkpointing: Checkpointing,
+    pub attention: AttentionImpl,
+    pub loss: LossImpl,
+    /// GPUs in the job.
+    pub gpus: u32,
+    pub parallelism: Parallelism,
+    pub offload: Offload,
+    pub offload_device: OffloadDevice,
+    pub inference: Inference,
+    /// Dataset held in host RAM, GiB (0 when streamed or memory-mapped).
+    pub dataset_gib: f64,
+    /// PEFT `prepare_model_for_kbit_training` (and similar): non-quantized parameters upcast to fp32.
+    pub upcast_non_quantized: bool,
+    /// The optimizer step allocates a parameter-sized temporary (PyTorch `foreach` AdamW, the default).
+    pub optimizer_step_temp: bool,
+}
+
+impl Default for Job {
+    fn default() -> Self {
+        Job {
+            arch: Architecture::default(),
+            stack: Stack::default(),
+            mode: Mode::Lora,
+            weights: WeightFormat::Bf16,
+            precision: Precision::Pure16,
+            optimizer: Optimizer::Adamw,
+            lora: Lora::default(),
+            freeze_trainable_layers: 2,
+            micro_batch: 4,
+            seq_len: 2048,
+            grad_accum: 4,
+            checkpointing: Checkpointing::Layer,
+            attention: AttentionImpl::Sdpa,
+            loss: LossImpl::Fp32Logits,
+            gpus: 1,
+            parallelism: Parallelism::Ddp,
+            offload: Offload::None,
+            offload_device: OffloadDevice::Cpu,
+            inference: Inference::default(),
+            dataset_gib: 0.0,
+            upcast_non_quantized: false,
+            optimizer_step_temp: true,
+        }
+    }
+}
+
+impl Job {
+    /// Whether the job trains (anything but inference).
+    pub fn is_training(&self) -> bool {
+        self.mode != Mode::Inference
+    }
+
+    /// Sequences per optimizer step over all data-parallel ranks: micro-batch × accumulation × replicas.
+    pub fn effective_batch(&self) -> u64 {
+        let replicas = match self.parallelism {
+            Parallelism::Pipeline | Parallelism::Tensor => 1,
+            _ => self.gpus.max(1),
+        };
+        u64::from(self.micro_batch) * u64::from(self.grad_accum.max(1)) * u64::from(replicas)
+    }
+}

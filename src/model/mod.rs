@@ -1,0 +1,18 @@
+//! The memory model: a [`Job`] in, an [`Estimate`] out. Pure Rust: no browser, no I/O.
+//!
+//! Each term lives in the file named after it, with its formula and source in a doc comment.
+
+pub mod activations;
+pub mod arch;
+pub mod estimate;
+pub mod job;
+pub mod stack;
+pub mod weights;
+
+pub use arch::{Architecture, AttentionKind, Biases, Mla, MlpKind, Moe, ParamCounts};
+pub use estimate::{estimate, Component, Estimate, HostComponent, Part, Phase, Warning};
+pub use job::{
+    AttentionImpl, Checkpointing, Inference, Job, KvDtype, Lora, LossImpl, Mode, Module, Offload,
+    OffloadDevice, Optimizer, Parallelism, Precision, WeightFormat,
+};
+pub use stack::Stack;

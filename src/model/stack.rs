@@ -1,0 +1,152 @@
+//! Training-stack presets. Stacks differ in how they compute the loss, whether they upcast non-quantized
+//! weights, and how the optimizer steps; each preset only sets defaults that the user can still override.
+//! Every default below comes from the stack's own docs or code (cited), never from fitting measured cases.
+
+use super::job::{Checkpointing, Job, LossImpl, Precision};
+use serde::{Deserialize, Serialize};
+
+/// A training or inference stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stack {
+    /// Plain PyTorch + transformers model code.
+    #[default]
+    Generic,
+    /// Hugging Face Trainer / TRL SFTTrainer with PEFT.
+    HfTrainer,
+    /// LLaMA-Factory.
+    LlamaFactory,
+    /// axolotl.
+    Axolotl,
+    /// Unsloth.
+    Unsloth,
+    /// torchtune.
+    Torchtune,
+    /// Lightning litgpt.
+    Litgpt,
+    /// ModelScope ms-swift.
+    MsSwift,
+    /// DeepSpeed through accelerate / the HF Trainer.
+    Deepspeed,
+    /// PyTorch FSDP through accelerate.
+    Fsdp,
+}
+
+impl Stack {
+    /// Every preset, in the order the page lists them.
+    pub const ALL: [Stack; 10] = [
+        Stack::Generic,
+        Stack::HfTrainer,
+        Stack::LlamaFactory,
+        Stack::Axolotl,
+        Stack::Unsloth,
+        Stack::Torchtune,
+        Stack::Litgpt,
+        Stack::MsSwift,
+        Stack::Deepspeed,
+        Stack::Fsdp,
+    ];
+
+    /// Stable id used in URLs and JSON.
+    pub fn id(self) -> &'static str {
+        match self {
+            Stack::Generic => "generic",
+            Stack::HfTrainer => "hf-trainer",
+            Stack::LlamaFactory => "llama-factory",
+            Stack::Axolotl => "axolotl",
+            Stack::Unsloth => "unsloth",
+            Stack::Torchtune => "torchtune",
+            Stack::Litgpt => "litgpt",
+            Stack::MsSwift => "ms-swift",
+            Stack::Deepspeed => "deepspeed",
+            Stack::Fsdp => "fsdp",
+        }
+    }
+
+    /// Display name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stack::Generic => "Generic PyTorch",
+            Stack::HfTrainer => "HF Trainer / TRL + PEFT",
+            Stack::LlamaFactory => "LLaMA-Factory",
+            Stack::Axolotl => "axolotl",
+            Stack::Unsloth => "Unsloth",
+            Stack::Torchtune => "torchtune",
+            Stack::Litgpt => "litgpt",
+            Stack::MsSwift => "ms-swift",
+            Stack::Deepspeed => "DeepSpeed / accelerate",
+            Stack::Fsdp => "FSDP / accelerate",
+        }
+    }
+
+    /// Parses an id (as [`Stack::id`]) or a reference case's `framework` field.
+    pub fn from_id(id: &str) -> Option<Stack> {
+        let s = match id {
+            "peft-bench" | "fms-acceleration" | "qwen-finetune" | "hf-inference" => {
+                Stack::HfTrainer
+            }
+            "fsdp-qlora" => Stack::Fsdp,
+            _ => return Stack::ALL.into_iter().find(|s| s.id() == id),
+        };
+        Some(s)
+    }
+
+    /// The loss implementation this stack uses by default.
+    ///
+    /// - HF transformers Llama-family models upcast logits to fp32 for the loss (`ForCausalLMLoss`:
+    ///   `logits = logits.float()`, transformers `loss/loss_utils.py`); TRL, LLaMA-Factory, axolotl, ms-swift
+    ///   and the DeepSpeed/FSDP integrations all run that model code.
+    /// - Unsloth replaces the loss with its fused, chunked cross-entropy kernel (`unsloth/kernels/cross_entropy_loss.py`)
+    ///   and never materializes fp32 logits.
+    /// - torchtune recipes use `CEWithChunkedOutputLoss` (8 chunks, `torchtune/modules/loss/ce_chunked_output_loss.py`).
+    /// - litgpt uses `chunked_cross_entropy` with `chunk_size=128` (`litgpt/utils.py`).
+    pub fn loss(self) -> LossImpl {
+        match self {
+            Stack::Unsloth => LossImpl::Fused,
+            Stack::Torchtune | Stack::Litgpt => LossImpl::Chunked,
+            _ => LossImpl::Fp32Logits,
+        }
+    }
+
+    /// Whether QLoRA training upcasts every non-quantized parameter to fp32.
+    ///
+    /// PEFT's `prepare_model_for_kbit_training` casts fp16/bf16 parameters to fp32 (`peft/utils/other.py`);
+    /// TRL's SFTTrainer and axolotl call it for k-bit models. LLaMA-Factory does not (its own
+    /// `prepare_model_for_training` only upcasts layer norms when `upcast_layernorm` is set); Unsloth,
+    /// torchtune and litgpt never do.
+    pub fn upcasts_non_quantized(self) -> bool {
+        matches!(
+            self,
+            Stack::HfTrainer | Stack::Axolotl | Stack::MsSwift | Stack::Generic
+        )
+    }
+
+    /// Whether the optimizer step allocates a parameter-sized temporary.
+    ///
+    /// PyTorch ≥ 2.0 AdamW defaults to the multi-tensor `foreach` implementation (`torch/optim/adamw.py`,
+    /// `_default_to_fused_or_foreach`), whose `_foreach_*` ops allocate intermediate tensor lists. torchtune
+    /// can step the optimizer inside backward (`optimizer_in_bwd`), one parameter at a time.
+    pub fn optimizer_step_temp(self) -> bool {
+        !matches!(self, Stack::Torchtune)
+    }
+
+    /// Sets the job's stack-dependent defaults (the user may override each afterwards).
+    ///
+    /// Besides [`Stack::loss`], [`Stack::upcasts_non_quantized`] and [`Stack::optimizer_step_temp`]:
+    /// Unsloth's `use_gradient_checkpointing="unsloth"` offloads checkpointed layer inputs to host RAM
+    /// (Unsloth docs, "unsloth" gradient checkpointing); litgpt and torchtune train in pure bf16
+    /// (`--precision bf16-true`, `dtype: bf16`); DeepSpeed keeps 16-bit weights with fp32 master copies.
+    pub fn apply_defaults(self, job: &mut Job) {
+        job.stack = self;
+        job.loss = self.loss();
+        job.upcast_non_quantized = self.upcasts_non_quantized();
+        job.optimizer_step_temp = self.optimizer_step_temp();
+        match self {
+            Stack::Unsloth if job.checkpointing != Checkpointing::Off => {
+                job.checkpointing = Checkpointing::Offload
+            }
+            Stack::Litgpt | Stack::Torchtune => job.precision = Precision::Pure16,
+            _ => {}
+        }
+    }
+}
