@@ -217,13 +217,7 @@ pub fn job_from_case(case: &Value) -> Result<Job, String> {
         Some(true) if job.checkpointing == Checkpointing::Offload => {}
         Some(true) => job.checkpointing = Checkpointing::Layer,
         Some(false) => job.checkpointing = Checkpointing::Off,
-        None => {
-            job.checkpointing = if job.stack == Stack::Unsloth {
-                Checkpointing::Offload
-            } else {
-                Checkpointing::Off
-            }
-        }
+        None => job.checkpointing = job.stack.checkpointing(),
     }
     job.attention = match b(case, "flash_attention") {
         Some(true) => AttentionImpl::Flash2,

@@ -319,11 +319,12 @@ pub fn estimate(job: &Job) -> Estimate {
     };
 
     // ---- weights ----------------------------------------------------------------------------------
-    // Working dtype of unquantized weights: fp32 under HF AMP (model loaded in fp32) unless DeepSpeed/FSDP
-    // keep 16-bit working copies; 2 B in pure 16-bit.
+    // Working dtype of unquantized weights: fp32 under AMP (HF Trainer on an fp32-loaded model, Lightning
+    // `bf16-mixed`) unless DeepSpeed/FSDP keep 16-bit working copies; 2 B in pure 16-bit.
     let working = match (job.precision, job.weights) {
         (Precision::Fp32, _) | (_, WeightFormat::Fp32) => 4.0,
-        (Precision::Mixed, _) if !sharded && job.mode == Mode::Full => 4.0,
+        (Precision::Mixed, _) if !sharded && job.is_training() => 4.0,
+        (Precision::Mixed, _) if !job.is_training() => 4.0,
         _ => 2.0,
     };
     let quantized = job.weights.is_quantized();

@@ -130,21 +130,32 @@ impl Stack {
         !matches!(self, Stack::Torchtune)
     }
 
+    /// Gradient checkpointing a stack turns on unless told otherwise.
+    ///
+    /// LLaMA-Factory enables it by default (`disable_gradient_checkpointing: false`,
+    /// `llamafactory/model/model_utils/checkpointing.py`); Unsloth's `use_gradient_checkpointing="unsloth"`
+    /// offloads the kept layer inputs to host RAM; torchtune recipes set `enable_activation_checkpointing: True`.
+    /// The HF Trainer and the others default to `gradient_checkpointing=False`.
+    pub fn checkpointing(self) -> Checkpointing {
+        match self {
+            Stack::LlamaFactory | Stack::Torchtune => Checkpointing::Layer,
+            Stack::Unsloth => Checkpointing::Offload,
+            _ => Checkpointing::Off,
+        }
+    }
+
     /// Sets the job's stack-dependent defaults (the user may override each afterwards).
     ///
-    /// Besides [`Stack::loss`], [`Stack::upcasts_non_quantized`] and [`Stack::optimizer_step_temp`]:
-    /// Unsloth's `use_gradient_checkpointing="unsloth"` offloads checkpointed layer inputs to host RAM
-    /// (Unsloth docs, "unsloth" gradient checkpointing); litgpt and torchtune train in pure bf16
+    /// Besides [`Stack::loss`], [`Stack::upcasts_non_quantized`], [`Stack::optimizer_step_temp`] and
+    /// [`Stack::checkpointing`]: litgpt and torchtune train in pure bf16
     /// (`--precision bf16-true`, `dtype: bf16`); DeepSpeed keeps 16-bit weights with fp32 master copies.
     pub fn apply_defaults(self, job: &mut Job) {
         job.stack = self;
         job.loss = self.loss();
         job.upcast_non_quantized = self.upcasts_non_quantized();
         job.optimizer_step_temp = self.optimizer_step_temp();
+        job.checkpointing = self.checkpointing();
         match self {
-            Stack::Unsloth if job.checkpointing != Checkpointing::Off => {
-                job.checkpointing = Checkpointing::Offload
-            }
             Stack::Litgpt | Stack::Torchtune => job.precision = Precision::Pure16,
             _ => {}
         }
