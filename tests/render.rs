@@ -1,14 +1,38 @@
-//! Native render tests: components rendered to HTML with yew's server renderer, no browser needed.
+//! Native render tests: the page rendered to HTML with yew's server renderer, no browser needed.
 #![cfg(not(target_arch = "wasm32"))]
 
-use vramfit::ui::App;
+use vramfit::ui::i18n::Lang;
+use vramfit::ui::{App, AppProps};
 
-async fn render_app() -> String {
-    yew::LocalServerRenderer::<App>::new().render().await
+async fn render(query: &str, lang: Lang) -> String {
+    yew::LocalServerRenderer::<App>::with_props(AppProps {
+        query: Some(query.to_string().into()),
+        lang: Some(lang),
+    })
+    .render()
+    .await
 }
 
 #[tokio::test]
-async fn app_renders_title() {
-    let html = render_app().await;
+async fn default_page_shows_verdict_chart_and_table() {
+    let html = render("", Lang::En).await;
     assert!(html.contains("vramfit"), "{html}");
+    assert!(html.contains("id=\"verdict\""));
+    assert!(html.contains("<svg"));
+    assert!(html.contains("id=\"breakdown\""));
+    assert!(html.contains("GiB"));
+}
+
+#[tokio::test]
+async fn a_huge_job_does_not_fit_and_says_so() {
+    let html = render("model=llama-3.1-70b&mode=full&gpu=rtx-3060-12gb", Lang::En).await;
+    assert!(html.contains("Does not fit: GPU memory"), "{html}");
+}
+
+#[tokio::test]
+async fn chinese_strings_and_bad_link_notice() {
+    let html = render("batch=abc&foo=1", Lang::Zh).await;
+    assert!(html.contains("模型与硬件"));
+    assert!(html.contains("id=\"link-notice\""));
+    assert!(html.contains("batch=abc") && html.contains("foo"));
 }

@@ -1,5 +1,8 @@
 //! The Yew page. Only this module and [`crate::web`] know about the browser.
 
 mod app;
+mod fields;
+pub mod i18n;
+mod results;
 
-pub use app::App;
+pub use app::{App, AppProps};

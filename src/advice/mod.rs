@@ -1,0 +1,97 @@
+//! From an estimate to an answer: does it fit, which limit is hit, and by how much. Pure.
+
+use crate::model::{Component, Estimate};
+
+/// Headroom below which a fitting job is called tight: allocator spikes and other processes commonly eat
+/// a few percent of VRAM, so under 10% free is a risk rather than a comfortable fit.
+pub const TIGHT_HEADROOM: f64 = 0.10;
+
+/// The overall answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fit {
+    /// Fits with at least 10% VRAM headroom and enough RAM.
+    Fits,
+    /// Fits, with under 10% VRAM headroom.
+    Tight,
+    /// GPU memory is short.
+    VramShort,
+    /// System RAM is short (VRAM is fine).
+    RamShort,
+    /// Both are short.
+    BothShort,
+}
+
+/// The verdict for one estimate on one machine.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    pub fit: Fit,
+    /// Needed per GPU (device total), bytes.
+    pub vram_need: f64,
+    /// Usable per GPU, bytes.
+    pub vram_have: f64,
+    /// Needed host RAM, bytes.
+    pub ram_need: f64,
+    /// Installed host RAM, bytes.
+    pub ram_have: f64,
+    /// The largest GPU component and its share of the device total.
+    pub dominant: Option<(Component, f64)>,
+}
+
+impl Verdict {
+    /// VRAM shortfall (positive) or headroom (negative), bytes.
+    pub fn vram_gap(&self) -> f64 {
+        self.vram_need - self.vram_have
+    }
+
+    /// RAM shortfall (positive) or spare (negative), bytes.
+    pub fn ram_gap(&self) -> f64 {
+        self.ram_need - self.ram_have
+    }
+}
+
+/// Compares an estimate with a GPU's usable memory and the machine's RAM (both in bytes).
+pub fn verdict(est: &Estimate, vram_have: f64, ram_have: f64) -> Verdict {
+    let vram_need = est.device_total;
+    let ram_need = est.host_total;
+    let vram_short = vram_need > vram_have;
+    let ram_short = ram_need > ram_have;
+    let fit = match (vram_short, ram_short) {
+        (true, true) => Fit::BothShort,
+        (true, false) => Fit::VramShort,
+        (false, true) => Fit::RamShort,
+        (false, false) if vram_have - vram_need < TIGHT_HEADROOM * vram_have => Fit::Tight,
+        (false, false) => Fit::Fits,
+    };
+    let dominant = est
+        .gpu
+        .iter()
+        .max_by(|a, b| a.bytes.total_cmp(&b.bytes))
+        .filter(|_| vram_need > 0.0)
+        .map(|p| (p.component, p.bytes / vram_need));
+    Verdict {
+        fit,
+        vram_need,
+        vram_have,
+        ram_need,
+        ram_have,
+        dominant,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bytes::GIB;
+    use crate::model::{estimate, Job};
+
+    #[test]
+    fn verdict_thresholds() {
+        let est = estimate(&Job::default());
+        let need = est.device_total;
+        assert_eq!(verdict(&est, need * 2.0, 1e15).fit, Fit::Fits);
+        assert_eq!(verdict(&est, need * 1.05, 1e15).fit, Fit::Tight);
+        assert_eq!(verdict(&est, need * 0.9, 1e15).fit, Fit::VramShort);
+        assert_eq!(verdict(&est, need * 2.0, 1.0 * GIB).fit, Fit::RamShort);
+        assert_eq!(verdict(&est, 1.0, 1.0).fit, Fit::BothShort);
+    }
+}
