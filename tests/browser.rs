@@ -1,22 +1,127 @@
 //! Browser tests: the real app mounted in headless Chromium, asserted on its DOM.
 #![cfg(target_arch = "wasm32")]
 
+use vramfit::ui::i18n::Lang;
+use vramfit::ui::{App, AppProps};
+use wasm_bindgen::JsCast;
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
-fn mount() -> web_sys::Element {
+fn mount(query: &str, lang: Lang) -> web_sys::Element {
     let document = gloo::utils::document();
     let root = document.create_element("div").unwrap();
     document.body().unwrap().append_child(&root).unwrap();
-    yew::Renderer::<vramfit::ui::App>::with_root(root.clone()).render();
+    let props = AppProps {
+        query: Some(query.to_string().into()),
+        lang: Some(lang),
+    };
+    yew::Renderer::<App>::with_root_and_props(root.clone(), props).render();
     root
 }
 
+fn text(root: &web_sys::Element, selector: &str) -> String {
+    root.query_selector(selector)
+        .unwrap()
+        .unwrap_or_else(|| panic!("no {selector}"))
+        .text_content()
+        .unwrap_or_default()
+}
+
+fn set_input(root: &web_sys::Element, selector: &str, value: &str) {
+    let input: web_sys::HtmlInputElement = root
+        .query_selector(selector)
+        .unwrap()
+        .unwrap()
+        .dyn_into()
+        .unwrap();
+    input.set_value(value);
+    let event = web_sys::InputEvent::new("input").unwrap();
+    input.dispatch_event(&event).unwrap();
+}
+
 #[wasm_bindgen_test]
-async fn app_mounts_and_shows_title() {
-    let root = mount();
+async fn changing_batch_updates_verdict_and_chart() {
+    let root = mount("seq=4096&ckpt=off", Lang::En);
     yew::scheduler::flush().await;
-    let h1 = root.query_selector("h1").unwrap().expect("an h1");
-    assert_eq!(h1.text_content().unwrap(), "vramfit");
+    let before = text(&root, "#verdict");
+    let chart_before = root
+        .query_selector(".chart svg")
+        .unwrap()
+        .unwrap()
+        .inner_html();
+    set_input(&root, "#batch", "64");
+    yew::scheduler::flush().await;
+    let after = text(&root, "#verdict");
+    assert_ne!(before, after);
+    assert!(after.contains("Does not fit"), "{after}");
+    assert_ne!(
+        chart_before,
+        root.query_selector(".chart svg")
+            .unwrap()
+            .unwrap()
+            .inner_html()
+    );
+}
+
+#[wasm_bindgen_test]
+async fn a_link_restores_its_state() {
+    let root = mount("model=qwen2.5-7b&gpu=a100-80gb&batch=2", Lang::En);
+    yew::scheduler::flush().await;
+    let model: web_sys::HtmlSelectElement = root
+        .query_selector("#model")
+        .unwrap()
+        .unwrap()
+        .dyn_into()
+        .unwrap();
+    assert_eq!(model.value(), "qwen2.5-7b");
+    let batch: web_sys::HtmlInputElement = root
+        .query_selector("#batch")
+        .unwrap()
+        .unwrap()
+        .dyn_into()
+        .unwrap();
+    assert_eq!(batch.value(), "2");
+    assert!(text(&root, "#verdict").contains("A100"));
+}
+
+#[wasm_bindgen_test]
+async fn garbage_link_shows_defaults_and_a_notice() {
+    let root = mount("%%%&batch=lots&<script>=1", Lang::En);
+    yew::scheduler::flush().await;
+    assert!(text(&root, "#link-notice").contains("batch=lots"));
+    let batch: web_sys::HtmlInputElement = root
+        .query_selector("#batch")
+        .unwrap()
+        .unwrap()
+        .dyn_into()
+        .unwrap();
+    assert_eq!(batch.value(), "4");
+}
+
+#[wasm_bindgen_test]
+async fn language_switch_changes_strings() {
+    let root = mount("", Lang::En);
+    yew::scheduler::flush().await;
+    assert!(text(&root, "legend").contains("Model & hardware"));
+    let button: web_sys::HtmlElement = root
+        .query_selector("#lang-switch")
+        .unwrap()
+        .unwrap()
+        .dyn_into()
+        .unwrap();
+    button.click();
+    yew::scheduler::flush().await;
+    assert!(text(&root, "legend").contains("模型与硬件"));
+}
+
+#[wasm_bindgen_test]
+async fn bad_number_shows_message_and_keeps_state() {
+    let root = mount("", Lang::En);
+    yew::scheduler::flush().await;
+    let before = text(&root, "#verdict");
+    set_input(&root, "#batch", "0");
+    yew::scheduler::flush().await;
+    assert!(text(&root, "#batch-err").contains("whole number"));
+    assert_eq!(before, text(&root, "#verdict"));
 }
