@@ -1,4 +1,6 @@
-// End-to-end: serves dist/ on 127.0.0.1, opens it in Debian's Chromium through Playwright, acts like a user.
+// End-to-end: serves dist/ on 127.0.0.1, drives it in Debian's Chromium through Playwright like a user:
+// open, pick a model and a GPU, change the batch size, take the link, open it in a new page, compare.
+// Screenshots (light, dark, phone width) go to tests/e2e/out/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
@@ -41,10 +43,69 @@ after(async () => {
   server?.close();
 });
 
-test('the built page shows the app', async () => {
+test('a user picks a setup, shares the link, and the link restores it', async () => {
+  const context = await browser.newContext({ locale: 'en-US' });
+  const page = await context.newPage();
+  const started = Date.now();
+  await page.goto(base);
+  await page.waitForSelector('#verdict');
+  console.log(`first full render: ${Date.now() - started} ms`);
+  await page.selectOption('#model', 'qwen2.5-7b');
+  await page.selectOption('#gpu', 'rtx-3090');
+  await page.fill('#batch', '8');
+  await page.waitForFunction(() => location.search.includes('batch=8'));
+  const verdict = await page.textContent('#verdict');
+  const table = await page.textContent('#breakdown');
+  assert.match(verdict, /GiB/);
+  const link = page.url();
+  assert.match(link, /model=qwen2.5-7b/);
+  assert.match(link, /gpu=rtx-3090/);
+  await page.screenshot({ path: join(OUT, 'light.png'), fullPage: true });
+
+  const fresh = await browser.newContext({ locale: 'en-US' });
+  const other = await fresh.newPage();
+  await other.goto(link);
+  await other.waitForSelector('#verdict');
+  assert.equal(await other.textContent('#verdict'), verdict);
+  assert.equal(await other.textContent('#breakdown'), table);
+  assert.equal(await other.inputValue('#batch'), '8');
+  await fresh.close();
+  await context.close();
+});
+
+test('recompute after an input change is fast (reported, not asserted)', async () => {
   const page = await browser.newPage();
   await page.goto(base);
-  await page.waitForSelector('h1');
-  assert.equal(await page.textContent('h1'), 'vramfit');
-  await page.screenshot({ path: join(OUT, 'home.png'), fullPage: true });
+  await page.waitForSelector('#verdict');
+  const ms = await page.evaluate(async () => {
+    const input = document.querySelector('#seq');
+    const runs = 50;
+    const t0 = performance.now();
+    for (let i = 0; i < runs; i++) {
+      input.value = String(1024 + i);
+      input.dispatchEvent(new InputEvent('input', { bubbles: true }));
+      await new Promise((r) => setTimeout(r, 0));
+    }
+    return (performance.now() - t0) / runs;
+  });
+  console.log(`recompute + re-render per input change: ${ms.toFixed(2)} ms`);
+  assert.ok(Number.isFinite(ms));
+  await page.close();
+});
+
+test('screenshots: dark theme, Chinese, phone width', async () => {
+  const dark = await browser.newContext({ colorScheme: 'dark', locale: 'zh-CN' });
+  const page = await dark.newPage();
+  await page.goto(base);
+  await page.waitForSelector('#verdict');
+  assert.match(await page.textContent('legend'), /模型与硬件/);
+  await page.screenshot({ path: join(OUT, 'dark-zh.png'), fullPage: true });
+  await dark.close();
+  const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: 'en-US' });
+  const p2 = await phone.newPage();
+  await p2.goto(base + '?mode=inference&model=llama-3.1-70b&gpu=h100-sxm&gpus=2&par=tensor');
+  await p2.waitForSelector('#verdict');
+  assert.match(await p2.textContent('#breakdown'), /KV cache/);
+  await p2.screenshot({ path: join(OUT, 'phone.png'), fullPage: true });
+  await phone.close();
 });
