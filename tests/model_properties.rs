@@ -1,0 +1,117 @@
+//! Properties of the memory model: monotone in the knobs that should move it, finite for any input.
+#![cfg(not(target_arch = "wasm32"))]
+
+use proptest::prelude::*;
+use vramfit::model::*;
+
+fn job_strategy() -> impl Strategy<Value = Job> {
+    (
+        prop::sample::select(vec![Mode::Full, Mode::Lora, Mode::Qlora, Mode::Freeze]),
+        1u32..16,
+        1u32..8192,
+        1u32..128,
+        prop::sample::select(vec![
+            AttentionImpl::Eager,
+            AttentionImpl::Sdpa,
+            AttentionImpl::Flash2,
+        ]),
+        prop::sample::select(vec![Checkpointing::Off, Checkpointing::Layer]),
+    )
+        .prop_map(|(mode, batch, seq, rank, attention, checkpointing)| Job {
+            mode,
+            micro_batch: batch,
+            seq_len: seq,
+            lora: Lora {
+                rank,
+                ..Lora::default()
+            },
+            attention,
+            checkpointing,
+            ..Job::default()
+        })
+}
+
+fn total(job: &Job) -> f64 {
+    estimate(job).device_total
+}
+
+proptest! {
+    #[test]
+    fn more_batch_sequence_or_rank_never_needs_less(job in job_strategy()) {
+        let base = total(&job);
+        { let j = Job { micro_batch: job.micro_batch + 1, ..job.clone() }; prop_assert!(total(&j) >= base); }
+        { let j = Job { seq_len: job.seq_len + 64, ..job.clone() }; prop_assert!(total(&j) >= base); }
+        let mut higher = job.clone();
+        higher.lora.rank += 8;
+        prop_assert!(total(&higher) >= base);
+        let mut more_layers = job.clone();
+        more_layers.freeze_trainable_layers += 1;
+        prop_assert!(total(&more_layers) >= base);
+    }
+
+    #[test]
+    fn memory_savers_never_cost_memory(job in job_strategy()) {
+        let base = total(&job);
+        { let j = Job { checkpointing: Checkpointing::Layer, ..job.clone() }; prop_assert!(total(&j) <= base + 1.0); }
+        { let j = Job { attention: AttentionImpl::Flash2, ..job.clone() }; prop_assert!(total(&j) <= base + 1.0); }
+        { let j = Job { loss: LossImpl::Fused, ..job.clone() }; prop_assert!(total(&j) <= base + 1.0); }
+        { let j = Job { optimizer: Optimizer::Adamw8bit, ..job.clone() }; prop_assert!(total(&j) <= base + 1.0); }
+    }
+
+    #[test]
+    fn sharding_helps_with_more_gpus(gpus in 2u32..64) {
+        let job = Job { mode: Mode::Full, gpus, ..Job::default() };
+        let z1 = total(&Job { parallelism: Parallelism::Zero1, ..job.clone() });
+        let z2 = total(&Job { parallelism: Parallelism::Zero2, ..job.clone() });
+        let z3 = total(&Job { parallelism: Parallelism::Zero3, ..job.clone() });
+        prop_assert!(z2 <= z1 && z3 <= z2 + 1.0, "{z1} {z2} {z3}");
+        let z3_more = total(&Job { parallelism: Parallelism::Zero3, gpus: gpus + 1, ..job.clone() });
+        prop_assert!(z3_more <= z3);
+    }
+
+    #[test]
+    fn any_shape_gives_finite_numbers(
+        layers in 0u32..1_000_000, hidden in 0u32..100_000, heads in 0u32..512,
+        vocab in 0u32..1_000_000, seq in 0u32..10_000_000, batch in 0u32..1024,
+    ) {
+        let arch = Architecture { layers, hidden, heads, kv_heads: heads, head_dim: 128, vocab, ..Architecture::default() };
+        for mode in [Mode::Full, Mode::Lora, Mode::Qlora, Mode::Freeze, Mode::Inference] {
+            let e = estimate(&Job { arch: arch.clone(), mode, seq_len: seq, micro_batch: batch, ..Job::default() });
+            for v in [e.peak_allocated, e.peak_reserved, e.device_total, e.host_total] {
+                prop_assert!(v.is_finite() && v >= 0.0);
+            }
+        }
+    }
+}
+
+#[test]
+fn hand_derived_lora_llama_8b() {
+    // Llama 3.1 8B, LoRA r=16 on all seven modules: per layer r·(d_in + d_out) summed =
+    // 16·[(4096+4096) + 2·(4096+1024) + (4096+4096) + 2·(4096+14336) + (14336+4096)] = 16·(16384+10240+36864+18432)
+    // = 1,310,720; × 32 layers = 41,943,040 trainable parameters.
+    let e = estimate(&Job::default());
+    assert_eq!(e.trainable_params, 41_943_040.0);
+    // Base weights in bf16: 8,030,261,248 × 2 B.
+    assert_eq!(e.gpu_bytes(Component::Weights), 8_030_261_248.0 * 2.0);
+    // Adapters in fp32.
+    assert_eq!(e.gpu_bytes(Component::Adapters), 41_943_040.0 * 4.0);
+}
+
+#[test]
+fn hand_derived_kv_cache() {
+    // Llama 3.1 8B, 4096 tokens × 2 sequences, bf16: 2·32 layers·8 heads·128·4096·2·2 B = 1 GiB exactly.
+    let job = Job {
+        mode: Mode::Inference,
+        inference: Inference {
+            prompt_tokens: 4096,
+            new_tokens: 0,
+            batch: 2,
+            kv_dtype: KvDtype::Bf16,
+        },
+        ..Job::default()
+    };
+    assert_eq!(
+        estimate(&job).gpu_bytes(Component::KvCache),
+        1_073_741_824.0
+    );
+}
