@@ -181,7 +181,8 @@ pub fn render_report(r: &Report) -> String {
     for s in &r.skipped {
         out.push_str(&format!("skipped {}: {}\n", s.id, s.reason));
     }
-    let groups: [(&str, fn(&eval::CaseResult) -> String); 3] = [
+    type GroupKey = fn(&eval::CaseResult) -> String;
+    let groups: [(&str, GroupKey); 3] = [
         ("tier", |c| c.tier.clone()),
         ("task", |c| c.task.clone()),
         ("framework", |c| c.framework.clone()),
