@@ -209,7 +209,7 @@ pub fn App(props: &AppProps) -> Html {
                     <fieldset>
                         <legend>{ t.group_model }</legend>
                         <div class="field">
-                            <label for="model-filter">{ t.model }</label>
+                            <label for="model-filter">{ t.filter }</label>
                             <input id="model-filter" type="search" placeholder={t.filter} value={(*model_filter).clone()} oninput={on_filter} />
                         </div>
                         <SelectField id="model" label={t.model} tip={t.model_tip} options={model_options}
