@@ -22,14 +22,16 @@ pub enum Ignored {
     BadValue { key: String, value: String },
 }
 
-fn enum_id<T: Serialize>(v: &T) -> String {
+/// The serde (kebab-case) id of a unit enum variant, e.g. `Mode::Qlora` → `"qlora"`.
+pub fn enum_id<T: Serialize>(v: &T) -> String {
     serde_json::to_value(v)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default()
 }
 
-fn enum_from<T: DeserializeOwned>(s: &str) -> Option<T> {
+/// The unit enum variant with this serde id, if any.
+pub fn enum_from<T: DeserializeOwned>(s: &str) -> Option<T> {
     serde_json::from_value(serde_json::Value::String(s.to_string())).ok()
 }
 

@@ -28,13 +28,17 @@ fn text(root: &web_sys::Element, selector: &str) -> String {
         .unwrap_or_default()
 }
 
-fn set_input(root: &web_sys::Element, selector: &str, value: &str) {
-    let input: web_sys::HtmlInputElement = root
-        .query_selector(selector)
+/// The element matching `selector`, as type `T`.
+fn find<T: JsCast>(root: &web_sys::Element, selector: &str) -> T {
+    root.query_selector(selector)
         .unwrap()
-        .unwrap()
+        .unwrap_or_else(|| panic!("no {selector}"))
         .dyn_into()
-        .unwrap();
+        .unwrap_or_else(|_| panic!("{selector} has another type"))
+}
+
+fn set_input(root: &web_sys::Element, selector: &str, value: &str) {
+    let input: web_sys::HtmlInputElement = find(root, selector);
     input.set_value(value);
     let event = web_sys::InputEvent::new("input").unwrap();
     input.dispatch_event(&event).unwrap();
@@ -68,19 +72,9 @@ async fn changing_batch_updates_verdict_and_chart() {
 async fn a_link_restores_its_state() {
     let root = mount("model=qwen2.5-7b&gpu=a100-80gb&batch=2", Lang::En);
     yew::scheduler::flush().await;
-    let model: web_sys::HtmlSelectElement = root
-        .query_selector("#model")
-        .unwrap()
-        .unwrap()
-        .dyn_into()
-        .unwrap();
+    let model: web_sys::HtmlSelectElement = find(&root, "#model");
     assert_eq!(model.value(), "qwen2.5-7b");
-    let batch: web_sys::HtmlInputElement = root
-        .query_selector("#batch")
-        .unwrap()
-        .unwrap()
-        .dyn_into()
-        .unwrap();
+    let batch: web_sys::HtmlInputElement = find(&root, "#batch");
     assert_eq!(batch.value(), "2");
     assert!(text(&root, "#verdict").contains("A100"));
 }
@@ -90,12 +84,7 @@ async fn garbage_link_shows_defaults_and_a_notice() {
     let root = mount("%%%&batch=lots&<script>=1", Lang::En);
     yew::scheduler::flush().await;
     assert!(text(&root, "#link-notice").contains("batch=lots"));
-    let batch: web_sys::HtmlInputElement = root
-        .query_selector("#batch")
-        .unwrap()
-        .unwrap()
-        .dyn_into()
-        .unwrap();
+    let batch: web_sys::HtmlInputElement = find(&root, "#batch");
     assert_eq!(batch.value(), "4");
 }
 
@@ -104,12 +93,7 @@ async fn language_switch_changes_strings() {
     let root = mount("", Lang::En);
     yew::scheduler::flush().await;
     assert!(text(&root, "legend").contains("Model & hardware"));
-    let button: web_sys::HtmlElement = root
-        .query_selector("#lang-switch")
-        .unwrap()
-        .unwrap()
-        .dyn_into()
-        .unwrap();
+    let button: web_sys::HtmlElement = find(&root, "#lang-switch");
     button.click();
     yew::scheduler::flush().await;
     assert!(text(&root, "legend").contains("模型与硬件"));

@@ -127,12 +127,13 @@ pub fn normalize_name(s: &str) -> String {
 /// Finds a model by Hugging Face id or name, ignoring case, punctuation and chat/instruct suffixes.
 pub fn find_model(name: &str) -> Option<&'static ModelEntry> {
     let want = normalize_name(name.rsplit('/').next().unwrap_or(name));
-    let strip = |s: String| {
-        let mut s = s;
-        for suffix in ["chat", "instruct", "it", "hf", "base"] {
-            if let Some(t) = s.strip_suffix(suffix) {
-                s = t.to_string();
-            }
+    let strip = |mut s: String| {
+        // "…-chat-hf", "…-Instruct": strip such suffixes in any order until none is left.
+        while let Some(t) = ["chat", "instruct", "it", "hf", "base"]
+            .iter()
+            .find_map(|suffix| s.strip_suffix(suffix))
+        {
+            s = t.to_string();
         }
         s
     };
@@ -175,15 +176,18 @@ pub fn find_gpu(name: &str) -> Option<&'static GpuEntry> {
     let mut best: Option<(&GpuEntry, usize)> = None;
     for g in gpus() {
         let want = tokens(&g.id.replace('-', " "));
-        let is_mem = |t: &str| t.ends_with("gb") && t.len() > 2;
-        let core_ok = want
+        // The chip (first token) and every model number must appear, so "a10" never matches "A100";
+        // the memory size and words such as "sxm" or "super" only break ties.
+        let is_mem = |t: &String| t.ends_with("gb") && t.len() > 2;
+        let required = |(i, t): &(usize, &String)| {
+            *i == 0 || (!is_mem(t) && t.chars().any(|c| c.is_ascii_digit()))
+        };
+        if !want
             .iter()
-            .filter(|t| {
-                !is_mem(t) && t.len() > 1 && !t.chars().all(|c| c.is_ascii_alphabetic())
-                    || t.as_str() == want[0]
-            })
-            .all(|t| have.contains(t));
-        if !core_ok {
+            .enumerate()
+            .filter(required)
+            .all(|(_, t)| have.contains(t))
+        {
             continue;
         }
         let score = want.iter().filter(|t| have.contains(t)).count();
@@ -260,8 +264,18 @@ mod tests {
             Some("rtx-4090")
         );
         assert_eq!(
+            find_gpu("NVIDIA H100 80GB HBM3").map(|g| g.id.as_str()),
+            Some("h100-pcie")
+        );
+        assert_eq!(
+            find_gpu("H100-SXM5-80GB").map(|g| g.id.as_str()),
+            Some("h100-sxm")
+        );
+        assert_eq!(find_gpu("Tesla T4").map(|g| g.id.as_str()), Some("t4"));
+        assert_eq!(find_gpu("A10").map(|g| g.id.as_str()), Some("a10"));
+        assert_eq!(
             find_model("meta-llama/Llama-2-7b-chat-hf").map(|m| m.id.as_str()),
-            None
+            Some("llama-2-7b-hf")
         );
         assert_eq!(
             find_model("Qwen/Qwen2.5-7B-Instruct").map(|m| m.id.as_str()),

@@ -454,7 +454,7 @@ pub fn estimate(job: &Job) -> Estimate {
     }
     // ZeRO-3/FSDP gather the full 16-bit weights of the current and the prefetched layer.
     if job.parallelism == Parallelism::Zero3 && job.gpus > 1 || param_offloaded {
-        temporary_bwd += 2.0 * p.per_layer * 2.0 + 2.0 * p.embedding.max(p.lm_head) * 0.0;
+        temporary_bwd += 2.0 * p.per_layer * 2.0;
     }
 
     // Gradients are live at the start of backward when they persist between micro-batches (accumulation)

@@ -10,7 +10,7 @@ use crate::form::Form;
 use crate::model::{estimate, Mode, Module, Stack};
 use crate::share::{self, Ignored};
 use crate::web;
-use serde::{de::DeserializeOwned, Serialize};
+use serde::Serialize;
 use yew::prelude::*;
 
 /// Props of [`App`]; without them the app reads the URL, storage and browser language itself.
@@ -25,14 +25,7 @@ pub struct AppProps {
 }
 
 fn id_of<T: Serialize>(v: &T) -> AttrValue {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|v| v.as_str().map(|s| AttrValue::from(s.to_string())))
-        .unwrap_or_default()
-}
-
-fn parse_id<T: DeserializeOwned>(s: &str) -> Option<T> {
-    serde_json::from_value(serde_json::Value::String(s.to_string())).ok()
+    AttrValue::from(share::enum_id(v))
 }
 
 fn opts<T: Serialize + Copy>(items: &[(T, &'static str)]) -> Vec<(AttrValue, AttrValue)> {
@@ -40,6 +33,21 @@ fn opts<T: Serialize + Copy>(items: &[(T, &'static str)]) -> Vec<(AttrValue, Att
         .iter()
         .map(|(v, l)| (id_of(v), AttrValue::from(*l)))
         .collect()
+}
+
+/// A callback that applies `f` to a copy of the form and stores it (and resets "link copied").
+fn updater<T: 'static>(
+    form: &UseStateHandle<Form>,
+    copied: &UseStateHandle<bool>,
+    f: fn(&mut Form, T),
+) -> Callback<T> {
+    let (form, copied) = (form.clone(), copied.clone());
+    Callback::from(move |value: T| {
+        let mut next = (*form).clone();
+        f(&mut next, value);
+        copied.set(false);
+        form.set(next);
+    })
 }
 
 /// The whole calculator page.
@@ -78,32 +86,8 @@ pub fn App(props: &AppProps) -> Html {
     let t = lang.t();
     let l = *lang;
 
-    // One updater for every field: clone, change, store.
-    let update = {
-        let form = form.clone();
-        let copied = copied.clone();
-        move |f: fn(&mut Form, String)| {
-            let form = form.clone();
-            let copied = copied.clone();
-            Callback::from(move |value: String| {
-                let mut next = (*form).clone();
-                f(&mut next, value);
-                copied.set(false);
-                form.set(next);
-            })
-        }
-    };
-    let update_num = {
-        let form = form.clone();
-        move |f: fn(&mut Form, u32)| {
-            let form = form.clone();
-            Callback::from(move |value: u32| {
-                let mut next = (*form).clone();
-                f(&mut next, value);
-                form.set(next);
-            })
-        }
-    };
+    let update = |f: fn(&mut Form, String)| updater(&form, &copied, f);
+    let update_num = |f: fn(&mut Form, u32)| updater(&form, &copied, f);
 
     let model_filter = use_state(String::new);
     let on_filter = {
@@ -227,7 +211,7 @@ pub fn App(props: &AppProps) -> Html {
                         <legend>{ t.group_method }</legend>
                         <SelectField id="mode" label={t.mode} tip={t.mode_tip} value={id_of(&form.mode)}
                             options={opts(&[(Mode::Full, "Full fine-tune"), (Mode::Lora, "LoRA"), (Mode::Qlora, "QLoRA (4-bit)"), (Mode::Freeze, "Freeze (last layers)"), (Mode::Inference, "Inference")])}
-                            on_change={update(|f, v| if let Some(m) = parse_id(&v) { f.mode = m })} />
+                            on_change={update(|f, v| if let Some(m) = share::enum_from(&v) { f.mode = m })} />
                         <SelectField id="stack" label={t.stack} tip={t.stack_tip} value={AttrValue::from(form.stack.id())}
                             options={stack_options} on_change={update(|f, v| if let Some(s) = Stack::from_id(&v) { f.set_stack(s) })} />
                         <SelectField id="weights" label={t.weights} tip={t.weights_tip} value={id_of(&form.weights)}
@@ -238,11 +222,11 @@ pub fn App(props: &AppProps) -> Html {
                                 (crate::model::WeightFormat::Nf4Dq, "NF4 + double quant (0.52 B)"), (crate::model::WeightFormat::Fp4, "FP4 (0.56 B)"),
                                 (crate::model::WeightFormat::GptqInt4, "GPTQ int4 (0.52 B)"), (crate::model::WeightFormat::GptqInt8, "GPTQ int8 (1.02 B)"),
                                 (crate::model::WeightFormat::AwqInt4, "AWQ int4 (0.52 B)")])}
-                            on_change={update(|f, v| if let Some(w) = parse_id(&v) { f.weights = w })} />
+                            on_change={update(|f, v| if let Some(w) = share::enum_from(&v) { f.weights = w })} />
                         if training {
                             <SelectField id="precision" label={t.precision} tip={t.precision_tip} value={id_of(&form.precision)}
                                 options={opts(&[(crate::model::Precision::Pure16, "Pure bf16/fp16"), (crate::model::Precision::Mixed, "Mixed (fp32 master)"), (crate::model::Precision::Fp32, "fp32")])}
-                                on_change={update(|f, v| if let Some(p) = parse_id(&v) { f.precision = p })} />
+                                on_change={update(|f, v| if let Some(p) = share::enum_from(&v) { f.precision = p })} />
                             <SelectField id="optimizer" label={t.optimizer} tip={t.optimizer_tip} value={id_of(&form.optimizer)}
                                 options={opts(&[
                                     (crate::model::Optimizer::Adamw, "AdamW (8 B/param)"), (crate::model::Optimizer::Adamw16, "AdamW, bf16 states (4 B)"),
@@ -250,7 +234,7 @@ pub fn App(props: &AppProps) -> Html {
                                     (crate::model::Optimizer::PagedAdamw8bit, "Paged 8-bit AdamW (2 B)"), (crate::model::Optimizer::Adafactor, "Adafactor"),
                                     (crate::model::Optimizer::SgdMomentum, "SGD + momentum (4 B)"), (crate::model::Optimizer::Sgd, "SGD (0 B)"),
                                     (crate::model::Optimizer::Lion, "Lion (4 B)")])}
-                                on_change={update(|f, v| if let Some(o) = parse_id(&v) { f.optimizer = o })} />
+                                on_change={update(|f, v| if let Some(o) = share::enum_from(&v) { f.optimizer = o })} />
                         }
                         if lora {
                             <NumberField id="rank" label={t.rank} unit="r" tip={t.rank_tip} value={form.lora_rank} min={1} max={65536}
@@ -283,13 +267,13 @@ pub fn App(props: &AppProps) -> Html {
                             <p class="hint">{ format!("{}: {effective} {}", t.effective_batch, t.sequences) }</p>
                             <SelectField id="ckpt" label={t.ckpt} tip={t.ckpt_tip} value={id_of(&form.checkpointing)}
                                 options={opts(&[(crate::model::Checkpointing::Off, "Off"), (crate::model::Checkpointing::Layer, "Per layer"), (crate::model::Checkpointing::Offload, "Per layer, offloaded to CPU")])}
-                                on_change={update(|f, v| if let Some(c) = parse_id(&v) { f.checkpointing = c })} />
+                                on_change={update(|f, v| if let Some(c) = share::enum_from(&v) { f.checkpointing = c })} />
                             <SelectField id="attn" label={t.attn} tip={t.attn_tip} value={id_of(&form.attention)}
                                 options={opts(&[(crate::model::AttentionImpl::Eager, "Eager"), (crate::model::AttentionImpl::Sdpa, "SDPA"), (crate::model::AttentionImpl::Flash2, "FlashAttention-2")])}
-                                on_change={update(|f, v| if let Some(a) = parse_id(&v) { f.attention = a })} />
+                                on_change={update(|f, v| if let Some(a) = share::enum_from(&v) { f.attention = a })} />
                             <SelectField id="loss" label={t.loss} tip={t.loss_tip} value={id_of(&form.loss)}
                                 options={opts(&[(crate::model::LossImpl::Fp32Logits, "Standard (fp32 logits)"), (crate::model::LossImpl::Bf16Logits, "16-bit logits"), (crate::model::LossImpl::Chunked, "Chunked cross-entropy"), (crate::model::LossImpl::Fused, "Fused linear + CE (Liger)")])}
-                                on_change={update(|f, v| if let Some(x) = parse_id(&v) { f.loss = x })} />
+                                on_change={update(|f, v| if let Some(x) = share::enum_from(&v) { f.loss = x })} />
                         </fieldset>
                     } else {
                         <fieldset>
@@ -304,17 +288,17 @@ pub fn App(props: &AppProps) -> Html {
                                 error_text={t.bad_number} on_change={update_num(|f, v| f.concurrent = v)} />
                             <SelectField id="kv" label={t.kv} tip={t.kv_tip} value={id_of(&form.kv_dtype)}
                                 options={opts(&[(crate::model::KvDtype::Bf16, "bf16 (2 B)"), (crate::model::KvDtype::Fp8, "fp8 (1 B)"), (crate::model::KvDtype::Int8, "int8 (1 B)"), (crate::model::KvDtype::Int4, "int4 (0.5 B)")])}
-                                on_change={update(|f, v| if let Some(k) = parse_id(&v) { f.kv_dtype = k })} />
+                                on_change={update(|f, v| if let Some(k) = share::enum_from(&v) { f.kv_dtype = k })} />
                         </fieldset>
                     }
                     <details>
                         <summary>{ t.group_advanced }</summary>
                         <SelectField id="par" label={t.par} tip={t.par_tip} value={id_of(&form.parallelism)}
                             options={opts(&[(crate::model::Parallelism::Ddp, "DDP / single GPU"), (crate::model::Parallelism::Zero1, "ZeRO-1"), (crate::model::Parallelism::Zero2, "ZeRO-2"), (crate::model::Parallelism::Zero3, "ZeRO-3 / FSDP full shard"), (crate::model::Parallelism::Pipeline, "Layers split (device_map=auto)"), (crate::model::Parallelism::Tensor, "Tensor parallel")])}
-                            on_change={update(|f, v| if let Some(p) = parse_id(&v) { f.parallelism = p })} />
+                            on_change={update(|f, v| if let Some(p) = share::enum_from(&v) { f.parallelism = p })} />
                         <SelectField id="offload" label={t.offload} tip={t.offload_tip} value={id_of(&form.offload)}
                             options={opts(&[(crate::model::Offload::None, "None"), (crate::model::Offload::Optimizer, "Optimizer states"), (crate::model::Offload::ParamOptimizer, "Parameters + optimizer (ZeRO-3)")])}
-                            on_change={update(|f, v| if let Some(o) = parse_id(&v) { f.offload = o })} />
+                            on_change={update(|f, v| if let Some(o) = share::enum_from(&v) { f.offload = o })} />
                     </details>
                 </form>
                 <Results lang={l} estimate={(*est).clone()} verdict={v}
