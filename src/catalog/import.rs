@@ -6,7 +6,7 @@
 //! `intermediate_size` twice the real MLP width; MoE fields of Mixtral/Qwen-MoE/DeepSeek; multimodal models
 //! nest the language model under `text_config`. Errors name the field; nothing here panics.
 
-use crate::model::{Architecture, AttentionKind, Biases, Mla, MlpKind, Moe, WeightFormat};
+use crate::model::{Architecture, AttentionKind, Biases, Mla, MlpKind, Module, Moe, WeightFormat};
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -382,5 +382,261 @@ impl Reader<'_> {
 
     fn str(&self, name: &str) -> Option<&str> {
         self.0.get(name).and_then(Value::as_str)
+    }
+}
+
+/// LoRA settings read from a PEFT `adapter_config.json`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AdapterSettings {
+    /// `r`.
+    pub rank: u32,
+    /// `target_modules`, mapped to the seven module kinds.
+    pub targets: Vec<Module>,
+    /// `modules_to_save` contains the input embedding.
+    pub train_embed: bool,
+    /// `modules_to_save` contains the LM head.
+    pub train_lm_head: bool,
+    /// `use_dora`.
+    pub dora: bool,
+    /// `lora_dropout > 0`.
+    pub dropout: bool,
+    /// Target names that map to no known module (reported, not fatal).
+    pub unknown_targets: Vec<String>,
+}
+
+/// Either kind of file a user may paste.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ImportedFile {
+    /// A model `config.json`.
+    Model(Imported),
+    /// A PEFT `adapter_config.json`.
+    Adapter(AdapterSettings),
+}
+
+/// Parses pasted or dropped text as a PEFT adapter config (it has `peft_type` or `target_modules`) or else
+/// as a model config.
+pub fn parse_any_text(text: &str) -> Result<ImportedFile, ImportError> {
+    if text.len() > MAX_CONFIG_BYTES {
+        return Err(ImportError::TooLarge(text.len()));
+    }
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| ImportError::NotJson(e.to_string()))?;
+    let obj = value.as_object().ok_or(ImportError::NotObject)?;
+    if obj.contains_key("peft_type") || obj.contains_key("target_modules") {
+        parse_adapter_config(&value).map(ImportedFile::Adapter)
+    } else {
+        parse_config(&value).map(ImportedFile::Model)
+    }
+}
+
+/// Module kinds a PEFT target name stands for, across families: Llama `q_proj`…`down_proj`, GPT-2/Qwen1
+/// `c_attn` (fused q,k,v), ChatGLM/Falcon/NeoX `query_key_value` and `dense_h_to_4h`/`dense_4h_to_h`,
+/// Qwen1 `w1`/`w2`, Mixtral experts `w1`/`w3`/`w2`, Phi `fc1`/`fc2`.
+fn modules_for(name: &str) -> &'static [Module] {
+    use Module::*;
+    // PEFT matches a target against the end of the module path: compare the last component.
+    match name.rsplit('.').next().unwrap_or(name) {
+        "q_proj" | "q" | "query" | "wq" => &[Q],
+        "k_proj" | "k" | "key" | "wk" => &[K],
+        "v_proj" | "v" | "value" | "wv" => &[V],
+        "o_proj" | "o" | "out_proj" | "dense" | "wo" => &[O],
+        "c_attn" | "query_key_value" | "qkv_proj" | "W_pack" | "wqkv" => &[Q, K, V],
+        "gate_proj" | "w1" => &[Gate],
+        "up_proj" | "w3" | "fc1" | "c_fc" => &[Up],
+        "down_proj" | "w2" | "fc2" | "dense_4h_to_h" | "c_proj" => &[Down],
+        "gate_up_proj" | "dense_h_to_4h" => &[Gate, Up],
+        _ => &[],
+    }
+}
+
+/// Reads a PEFT `adapter_config.json` (PEFT `LoraConfig` serialization).
+pub fn parse_adapter_config(value: &Value) -> Result<AdapterSettings, ImportError> {
+    let obj = value.as_object().ok_or(ImportError::NotObject)?;
+    let r = Reader(obj);
+    let rank = r.req(&["r"], "r")?;
+    let mut targets: Vec<Module> = Vec::new();
+    let mut unknown_targets = Vec::new();
+    match obj.get("target_modules") {
+        Some(Value::String(s)) if s == "all-linear" => targets = Module::ALL.to_vec(),
+        // A regex string: take every module kind whose name it mentions.
+        Some(Value::String(s)) => {
+            for m in [
+                "q_proj",
+                "k_proj",
+                "v_proj",
+                "o_proj",
+                "gate_proj",
+                "up_proj",
+                "down_proj",
+            ] {
+                if s.contains(m) {
+                    targets.extend_from_slice(modules_for(m));
+                }
+            }
+        }
+        Some(Value::Array(list)) => {
+            for item in list {
+                let name = item
+                    .as_str()
+                    .ok_or_else(|| invalid("target_modules", "expected a list of module names"))?;
+                let mapped = modules_for(name);
+                if mapped.is_empty() {
+                    unknown_targets.push(name.to_string());
+                }
+                targets.extend_from_slice(mapped);
+            }
+        }
+        None | Some(Value::Null) => return Err(ImportError::Missing("target_modules")),
+        Some(other) => {
+            return Err(invalid(
+                "target_modules",
+                &format!("expected a list or \"all-linear\", got {other}"),
+            ))
+        }
+    }
+    targets.sort_by_key(|m| Module::ALL.iter().position(|x| x == m));
+    targets.dedup();
+    let saved: Vec<&str> = obj
+        .get("modules_to_save")
+        .and_then(Value::as_array)
+        .map(|l| l.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let has = |names: &[&str]| saved.iter().any(|s| names.iter().any(|n| s.ends_with(n)));
+    Ok(AdapterSettings {
+        rank,
+        targets,
+        train_embed: has(&["embed_tokens", "wte", "word_embeddings", "embed_in"]),
+        train_lm_head: has(&["lm_head", "embed_out", "output_layer"]),
+        dora: r.bool("use_dora").unwrap_or(false),
+        dropout: obj
+            .get("lora_dropout")
+            .and_then(Value::as_f64)
+            .is_some_and(|p| p > 0.0),
+        unknown_targets,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LLAMA: &str = r#"{"model_type":"llama","hidden_size":4096,"num_hidden_layers":32,
+        "num_attention_heads":32,"num_key_value_heads":8,"intermediate_size":14336,"vocab_size":128256,
+        "tie_word_embeddings":false}"#;
+
+    #[track_caller]
+    fn err(text: &str) -> String {
+        parse_config_text(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn llama_config_gives_the_llama_3_8b_shape() {
+        let arch = parse_config_text(LLAMA).unwrap().arch;
+        assert_eq!(arch.params().total, 8_030_261_248.0);
+        assert_eq!(arch.head_dim, 128);
+    }
+
+    #[test]
+    fn family_field_names() {
+        // GPT-2 keys; n_inner null means 4·n_embd.
+        let gpt2 = r#"{"model_type":"gpt2","n_embd":768,"n_layer":12,"n_head":12,"n_inner":null,
+            "vocab_size":50257,"n_positions":1024}"#;
+        assert_eq!(
+            parse_config_text(gpt2).unwrap().arch.params().total,
+            124_439_808.0
+        );
+        // ChatGLM keys.
+        let glm = r#"{"model_type":"chatglm","hidden_size":4096,"num_layers":28,"num_attention_heads":32,
+            "multi_query_attention":true,"multi_query_group_num":2,"kv_channels":128,"ffn_hidden_size":13696,
+            "padded_vocab_size":65024,"add_qkv_bias":true}"#;
+        let a = parse_config_text(glm).unwrap().arch;
+        assert_eq!(
+            (a.layers, a.kv_heads, a.intermediate, a.vocab),
+            (28, 2, 13696, 65024)
+        );
+        // Falcon multi_query.
+        let falcon = r#"{"model_type":"falcon","hidden_size":4544,"n_layer":32,"n_head":71,"multi_query":true,
+            "vocab_size":65024,"parallel_attn":true,"bias":false}"#;
+        assert_eq!(parse_config_text(falcon).unwrap().arch.kv_heads, 1);
+        // Multimodal nesting.
+        let nested = format!(r#"{{"model_type":"gemma3","text_config":{LLAMA}}}"#);
+        assert_eq!(parse_config_text(&nested).unwrap().arch.layers, 32);
+    }
+
+    #[test]
+    fn quantization_config_fills_the_format() {
+        let q = LLAMA.replace(
+            "\"tie_word_embeddings\":false",
+            "\"quantization_config\":{\"load_in_4bit\":true,\"bnb_4bit_quant_type\":\"nf4\",\"bnb_4bit_use_double_quant\":true}",
+        );
+        assert_eq!(
+            parse_config_text(&q).unwrap().weights,
+            Some(WeightFormat::Nf4Dq)
+        );
+    }
+
+    #[test]
+    fn bad_input_names_the_field() {
+        assert!(err(&LLAMA[..40]).starts_with("not valid JSON"));
+        assert_eq!(err("[1,2]"), "expected a JSON object { … }");
+        assert!(
+            err(&LLAMA.replace("4096,\"num_hidden", "\"big\",\"num_hidden"))
+                .contains("hidden_size")
+        );
+        assert!(
+            err(&LLAMA.replace("\"num_attention_heads\":32", "\"num_attention_heads\":0"))
+                .contains("num_attention_heads")
+        );
+        assert!(err(&LLAMA.replace("128256", "1e30")).contains("vocab_size"));
+        assert!(err(&LLAMA.replace("128256", "99999999999999")).contains("implausibly large"));
+        assert!(err(r#"{"hidden_size":8}"#).contains("missing field: num_hidden_layers"));
+        assert!(
+            err(&LLAMA.replace("\"num_key_value_heads\":8", "\"num_key_value_heads\":64"))
+                .contains("num_key_value_heads")
+        );
+    }
+
+    #[test]
+    fn a_ten_megabyte_paste_is_refused_quickly() {
+        let big = format!("{{\"x\":\"{}\"}}", "a".repeat(10 << 20));
+        assert!(err(&big).contains("too large"));
+        let nested = "[".repeat(100_000);
+        assert!(err(&nested).starts_with("not valid JSON"));
+    }
+
+    #[test]
+    fn adapter_config_fills_lora_settings() {
+        let text = r#"{"peft_type":"LORA","r":64,"lora_dropout":0.05,"use_dora":false,
+            "target_modules":["q_proj","v_proj","query_key_value","mystery"],
+            "modules_to_save":["lm_head"]}"#;
+        let ImportedFile::Adapter(a) = parse_any_text(text).unwrap() else {
+            panic!("not read as an adapter")
+        };
+        assert_eq!(a.rank, 64);
+        assert_eq!(a.targets, vec![Module::Q, Module::K, Module::V]);
+        assert!(a.train_lm_head && !a.train_embed && a.dropout && !a.dora);
+        assert_eq!(a.unknown_targets, vec!["mystery".to_string()]);
+        let all = r#"{"r":8,"target_modules":"all-linear"}"#;
+        let ImportedFile::Adapter(a) = parse_any_text(all).unwrap() else {
+            panic!()
+        };
+        assert_eq!(a.targets, Module::ALL.to_vec());
+        assert!(matches!(parse_any_text(LLAMA), Ok(ImportedFile::Model(_))));
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    proptest::proptest! {
+        #[test]
+        fn parsing_never_panics(s in "\\PC{0,400}") {
+            let _ = parse_any_text(&s);
+        }
+
+        #[test]
+        fn any_numbers_parse_or_error(h in proptest::num::u64::ANY, l in proptest::num::u64::ANY, a in proptest::num::u64::ANY) {
+            let text = format!(r#"{{"hidden_size":{h},"num_hidden_layers":{l},"num_attention_heads":{a},"vocab_size":32000}}"#);
+            if let Ok(i) = parse_config_text(&text) {
+                proptest::prop_assert!(i.arch.params().total.is_finite());
+            }
+        }
     }
 }
