@@ -2,15 +2,24 @@
 
 use crate::catalog;
 use crate::model::{
-    AttentionImpl, Checkpointing, Job, KvDtype, LossImpl, Mode, Module, Offload, Optimizer,
-    Parallelism, Precision, Stack, WeightFormat,
+    Architecture, AttentionImpl, Checkpointing, Job, KvDtype, LossImpl, Mode, Module, Offload,
+    Optimizer, Parallelism, Precision, Stack, WeightFormat,
 };
+
+/// The id that selects the custom model or GPU instead of a catalog entry.
+pub const CUSTOM: &str = "custom";
 
 /// Every input on the page. Catalog ids, not copies of their data, so links stay short.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Form {
+    /// Catalog model id, or [`CUSTOM`] for `custom_arch`.
     pub model: String,
+    /// The shape used when `model` is [`CUSTOM`] (typed in, or imported from a config.json).
+    pub custom_arch: Architecture,
+    /// Catalog GPU id, or [`CUSTOM`] for a GPU of `custom_vram_gib`.
     pub gpu: String,
+    /// Usable memory of a custom GPU, GiB.
+    pub custom_vram_gib: u32,
     pub gpus: u32,
     /// Host RAM of the machine, GiB.
     pub ram_gib: u32,
@@ -21,6 +30,13 @@ pub struct Form {
     pub optimizer: Optimizer,
     pub lora_rank: u32,
     pub lora_targets: Vec<Module>,
+    /// `modules_to_save` includes the embedding.
+    pub train_embed: bool,
+    /// `modules_to_save` includes the LM head.
+    pub train_lm_head: bool,
+    pub dora: bool,
+    /// `lora_dropout > 0`.
+    pub lora_dropout: bool,
     pub micro_batch: u32,
     pub seq_len: u32,
     pub grad_accum: u32,
@@ -40,7 +56,9 @@ impl Default for Form {
     fn default() -> Self {
         Form {
             model: "llama-3.1-8b".into(),
+            custom_arch: Architecture::default(),
             gpu: "rtx-4090".into(),
+            custom_vram_gib: 24,
             gpus: 1,
             ram_gib: 64,
             stack: Stack::HfTrainer,
@@ -50,6 +68,10 @@ impl Default for Form {
             optimizer: Optimizer::Adamw,
             lora_rank: 16,
             lora_targets: Module::ALL.to_vec(),
+            train_embed: false,
+            train_lm_head: false,
+            dora: false,
+            lora_dropout: true,
             micro_batch: 4,
             seq_len: 2048,
             grad_accum: 4,
@@ -69,10 +91,7 @@ impl Default for Form {
 impl Form {
     /// The job this form describes (unknown catalog ids fall back to the defaults' model).
     pub fn job(&self) -> Job {
-        let arch = catalog::model(&self.model)
-            .or_else(|| catalog::model(&Form::default().model))
-            .map(|m| m.arch().clone())
-            .unwrap_or_default();
+        let arch = self.arch();
         let mut job = Job {
             arch,
             ..Job::default()
@@ -92,6 +111,10 @@ impl Form {
         };
         job.lora.rank = self.lora_rank;
         job.lora.targets = self.lora_targets.clone();
+        job.lora.train_embed = self.train_embed;
+        job.lora.train_lm_head = self.train_lm_head;
+        job.lora.dora = self.dora;
+        job.lora.dropout = self.lora_dropout;
         job.micro_batch = self.micro_batch;
         job.seq_len = self.seq_len;
         job.grad_accum = self.grad_accum;
@@ -120,8 +143,24 @@ impl Form {
         }
     }
 
-    /// Usable memory of one GPU, GiB (0 for an unknown id).
+    /// The model's shape: the catalog entry's, or the custom one.
+    pub fn arch(&self) -> Architecture {
+        match catalog::model(&self.model) {
+            Some(m) => m.arch().clone(),
+            None => self.custom_arch.clone(),
+        }
+    }
+
+    /// Usable memory of one GPU, GiB.
     pub fn gpu_usable_gib(&self) -> f64 {
-        catalog::gpu(&self.gpu).map_or(0.0, |g| g.usable_gib)
+        catalog::gpu(&self.gpu).map_or(f64::from(self.custom_vram_gib), |g| g.usable_gib)
+    }
+
+    /// The GPU's display name.
+    pub fn gpu_name(&self) -> String {
+        catalog::gpu(&self.gpu).map_or_else(
+            || format!("GPU {} GiB", self.custom_vram_gib),
+            |g| g.name.clone(),
+        )
     }
 }

@@ -3,8 +3,8 @@
 //! Old links keep working: a missing key means "default", and keys are only ever added.
 
 use crate::catalog;
-use crate::form::Form;
-use crate::model::Module;
+use crate::form::{Form, CUSTOM};
+use crate::model::{Architecture, AttentionKind, Biases, Mla, MlpKind, Module, Moe};
 use serde::{de::DeserializeOwned, Serialize};
 
 /// Version written into every link (`v=1`).
@@ -57,6 +57,136 @@ fn targets_from(s: &str) -> Option<Vec<Module>> {
     s.split(',').map(enum_from::<Module>).collect()
 }
 
+/// A custom architecture as `key:value` pairs, e.g. `l:32,h:4096,a:32,k:8,d:128,i:14336,v:128256,t:0,mlp:g`,
+/// plus `moe:E/active/width/shared/dense` and `mla:q_rank/kv_rank/nope/rope/v` when present.
+pub fn arch_id(a: &Architecture) -> String {
+    let bias = match a.biases {
+        Biases::None => "n",
+        Biases::Qkv => "q",
+        Biases::All => "a",
+    };
+    let mut parts = vec![
+        format!("l:{}", a.layers),
+        format!("h:{}", a.hidden),
+        format!("a:{}", a.heads),
+        format!("k:{}", a.kv_heads),
+        format!("d:{}", a.head_dim),
+        format!("i:{}", a.intermediate),
+        format!("v:{}", a.vocab),
+        format!("t:{}", u8::from(a.tied_embeddings)),
+        format!("mlp:{}", if a.mlp == MlpKind::Gated { "g" } else { "p" }),
+        format!("bias:{bias}"),
+        format!("norms:{}", a.norms_per_layer),
+        format!("ln:{}", u8::from(a.layer_norm)),
+        format!("qkn:{}", u8::from(a.qk_norm)),
+    ];
+    if a.learned_positions > 0 {
+        parts.push(format!("pos:{}", a.learned_positions));
+    }
+    if a.sliding_window > 0 {
+        parts.push(format!("sw:{}", a.sliding_window));
+        parts.push(format!("swf:{}", a.sliding_fraction)); // shortest form that parses back exactly
+    }
+    if let Some(m) = a.moe {
+        parts.push(format!(
+            "moe:{}/{}/{}/{}/{}",
+            m.experts, m.active, m.expert_intermediate, m.shared_intermediate, m.dense_layers
+        ));
+    }
+    if a.attention == AttentionKind::Mla {
+        let m = a.mla;
+        parts.push(format!(
+            "mla:{}/{}/{}/{}/{}",
+            m.q_lora_rank, m.kv_lora_rank, m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim
+        ));
+    }
+    parts.join(",")
+}
+
+/// Parses [`arch_id`]'s format; `None` when any part is malformed or the shape is impossible.
+pub fn arch_from(s: &str) -> Option<Architecture> {
+    let mut a = Architecture::default();
+    let dim = |v: &str| number(v, 0, 1 << 24);
+    let five = |v: &str| -> Option<[u32; 5]> {
+        let n: Vec<u32> = v.split('/').map(dim).collect::<Option<_>>()?;
+        n.try_into().ok()
+    };
+    for part in s.split(',') {
+        let (k, v) = part.split_once(':')?;
+        match k {
+            "l" => a.layers = dim(v)?,
+            "h" => a.hidden = dim(v)?,
+            "a" => a.heads = dim(v)?,
+            "k" => a.kv_heads = dim(v)?,
+            "d" => a.head_dim = dim(v)?,
+            "i" => a.intermediate = dim(v)?,
+            "v" => a.vocab = dim(v)?,
+            "t" => a.tied_embeddings = number(v, 0, 1)? == 1,
+            "mlp" => {
+                a.mlp = [("g", MlpKind::Gated), ("p", MlpKind::Plain)]
+                    .iter()
+                    .find(|(id, _)| *id == v)?
+                    .1
+            }
+            "bias" => {
+                a.biases = [("n", Biases::None), ("q", Biases::Qkv), ("a", Biases::All)]
+                    .iter()
+                    .find(|(id, _)| *id == v)?
+                    .1
+            }
+            "norms" => a.norms_per_layer = number(v, 1, 4)?,
+            "ln" => a.layer_norm = number(v, 0, 1)? == 1,
+            "qkn" => a.qk_norm = number(v, 0, 1)? == 1,
+            "pos" => a.learned_positions = dim(v)?,
+            "sw" => a.sliding_window = dim(v)?,
+            "swf" => {
+                a.sliding_fraction = v.parse::<f64>().ok().filter(|f| (0.0..=1.0).contains(f))?
+            }
+            "moe" => {
+                let [experts, active, expert_intermediate, shared_intermediate, dense_layers] =
+                    five(v)?;
+                a.moe = Some(Moe {
+                    experts,
+                    active,
+                    expert_intermediate,
+                    shared_intermediate,
+                    dense_layers,
+                });
+            }
+            "mla" => {
+                let [q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim] =
+                    five(v)?;
+                a.attention = AttentionKind::Mla;
+                a.mla = Mla {
+                    q_lora_rank,
+                    kv_lora_rank,
+                    qk_nope_head_dim,
+                    qk_rope_head_dim,
+                    v_head_dim,
+                };
+            }
+            _ => return None,
+        }
+    }
+    let valid = a.layers >= 1
+        && a.hidden >= 1
+        && a.heads >= 1
+        && (1..=a.heads).contains(&a.kv_heads)
+        && a.head_dim >= 1
+        && a.vocab >= 1
+        && a.moe
+            .is_none_or(|m| m.experts >= 1 && (1..=m.experts).contains(&m.active));
+    valid.then_some(a)
+}
+
+fn flag(b: bool) -> String {
+    u8::from(b).to_string()
+}
+
+fn flag_from(s: &str) -> Option<bool> {
+    number(s, 0, 1).map(|v| v == 1)
+}
+
 /// Encodes a form as a query string (without `?`). Only fields that differ from the default are written,
 /// so links stay short and a later default change does not silently alter old links' explicit choices.
 pub fn encode(form: &Form) -> String {
@@ -68,7 +198,18 @@ pub fn encode(form: &Form) -> String {
         }
     };
     put("model", form.model.clone(), d.model.clone());
+    let arch = if form.model == CUSTOM {
+        arch_id(&form.custom_arch)
+    } else {
+        String::new()
+    };
+    put("arch", arch, String::new());
     put("gpu", form.gpu.clone(), d.gpu.clone());
+    put(
+        "vram",
+        form.custom_vram_gib.to_string(),
+        d.custom_vram_gib.to_string(),
+    );
     put("gpus", form.gpus.to_string(), d.gpus.to_string());
     put("ram", form.ram_gib.to_string(), d.ram_gib.to_string());
     put("stack", enum_id(&form.stack), enum_id(&d.stack));
@@ -82,6 +223,10 @@ pub fn encode(form: &Form) -> String {
         targets_id(&form.lora_targets),
         targets_id(&d.lora_targets),
     );
+    put("embed", flag(form.train_embed), flag(d.train_embed));
+    put("head", flag(form.train_lm_head), flag(d.train_lm_head));
+    put("dora", flag(form.dora), flag(d.dora));
+    put("dropout", flag(form.lora_dropout), flag(d.lora_dropout));
     put(
         "batch",
         form.micro_batch.to_string(),
@@ -190,11 +335,15 @@ pub fn decode(query: &str) -> (Form, Vec<Ignored>) {
         let (key, value) = (unescape(k), unescape(v));
         let ok = match key.as_str() {
             "v" => number(&value, 1, VERSION).is_some(),
+            "model" if value == CUSTOM => set(&mut form.model, Some(value.clone())),
             "model" => set(
                 &mut form.model,
                 catalog::model(&value).map(|m| m.id.clone()),
             ),
+            "arch" => set(&mut form.custom_arch, arch_from(&value)),
+            "gpu" if value == CUSTOM => set(&mut form.gpu, Some(value.clone())),
             "gpu" => set(&mut form.gpu, catalog::gpu(&value).map(|g| g.id.clone())),
+            "vram" => set(&mut form.custom_vram_gib, number(&value, 1, 1 << 20)),
             "gpus" => set(&mut form.gpus, number(&value, 1, 4096)),
             "ram" => set(&mut form.ram_gib, number(&value, 1, 65536)),
             "stack" => set(&mut form.stack, enum_from(&value)),
@@ -204,6 +353,10 @@ pub fn decode(query: &str) -> (Form, Vec<Ignored>) {
             "optim" => set(&mut form.optimizer, enum_from(&value)),
             "rank" => set(&mut form.lora_rank, number(&value, 1, 65536)),
             "targets" => set(&mut form.lora_targets, targets_from(&value)),
+            "embed" => set(&mut form.train_embed, flag_from(&value)),
+            "head" => set(&mut form.train_lm_head, flag_from(&value)),
+            "dora" => set(&mut form.dora, flag_from(&value)),
+            "dropout" => set(&mut form.lora_dropout, flag_from(&value)),
             "batch" => set(&mut form.micro_batch, number(&value, 1, 1 << 20)),
             "seq" => set(&mut form.seq_len, number(&value, 1, 1 << 24)),
             "accum" => set(&mut form.grad_accum, number(&value, 1, 1 << 20)),
@@ -265,7 +418,9 @@ mod tests {
     fn every_field_round_trips() {
         let form = Form {
             model: "qwen2.5-7b".into(),
+            custom_arch: Architecture::default(),
             gpu: "a100-80gb".into(),
+            custom_vram_gib: 24,
             gpus: 8,
             ram_gib: 512,
             stack: Stack::Unsloth,
@@ -275,6 +430,10 @@ mod tests {
             optimizer: crate::model::Optimizer::PagedAdamw8bit,
             lora_rank: 64,
             lora_targets: vec![Module::Q, Module::V],
+            train_embed: true,
+            train_lm_head: true,
+            dora: true,
+            lora_dropout: false,
             micro_batch: 3,
             seq_len: 8192,
             grad_accum: 16,
@@ -290,6 +449,23 @@ mod tests {
         };
         let q = encode(&form);
         assert_eq!(decode(&q), (form, vec![]), "{q}");
+    }
+
+    #[test]
+    fn custom_model_and_gpu_round_trip_every_catalog_shape() {
+        for m in crate::catalog::models() {
+            let form = Form {
+                model: CUSTOM.into(),
+                custom_arch: m.arch().clone(),
+                gpu: CUSTOM.into(),
+                custom_vram_gib: 37,
+                ..Form::default()
+            };
+            assert_eq!(decode(&encode(&form)), (form, vec![]), "{}", m.id);
+        }
+        assert_eq!(arch_from("l:0,h:1,a:1,k:1,d:1,v:1"), None);
+        assert_eq!(arch_from("l:2,a:4,k:8"), None);
+        assert_eq!(arch_from("nonsense"), None);
     }
 
     #[test]
