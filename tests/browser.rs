@@ -109,3 +109,45 @@ async fn bad_number_shows_message_and_keeps_state() {
     assert!(text(&root, "#batch-err").contains("whole number"));
     assert_eq!(before, text(&root, "#verdict"));
 }
+
+fn set_textarea(root: &web_sys::Element, selector: &str, value: &str) {
+    let area: web_sys::HtmlTextAreaElement = find(root, selector);
+    area.set_value(value);
+    area.dispatch_event(&web_sys::InputEvent::new("input").unwrap())
+        .unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn pasting_a_config_switches_to_the_imported_model() {
+    let root = mount("", Lang::En);
+    yew::scheduler::flush().await;
+    set_textarea(
+        &root,
+        "#import-text",
+        r#"{"model_type":"qwen2","hidden_size":896,"num_hidden_layers":24,"num_attention_heads":14,
+            "num_key_value_heads":2,"intermediate_size":4864,"vocab_size":151936,"tie_word_embeddings":true}"#,
+    );
+    yew::scheduler::flush().await;
+    assert!(text(&root, "#import-status").contains("0.49 B"));
+    let model: web_sys::HtmlSelectElement = find(&root, "#model");
+    assert_eq!(model.value(), "custom");
+    let layers: web_sys::HtmlInputElement = find(&root, "#arch-layers");
+    assert_eq!(layers.value(), "24");
+}
+
+#[wasm_bindgen_test]
+async fn a_broken_paste_names_the_field_and_keeps_the_form() {
+    let root = mount("model=qwen2.5-7b", Lang::En);
+    yew::scheduler::flush().await;
+    let before = text(&root, "#verdict");
+    set_textarea(
+        &root,
+        "#import-text",
+        r#"{"hidden_size": 4096, "num_hidden_layers": "many"}"#,
+    );
+    yew::scheduler::flush().await;
+    assert!(text(&root, "#import-status").contains("num_hidden_layers"));
+    let model: web_sys::HtmlSelectElement = find(&root, "#model");
+    assert_eq!(model.value(), "qwen2.5-7b");
+    assert_eq!(before, text(&root, "#verdict"));
+}

@@ -36,3 +36,14 @@ async fn chinese_strings_and_bad_link_notice() {
     assert!(html.contains("id=\"link-notice\""));
     assert!(html.contains("batch=abc") && html.contains("foo"));
 }
+
+#[tokio::test]
+async fn custom_model_and_gpu_from_a_link() {
+    let html = render(
+        "model=custom&arch=l:2,h:64,a:4,k:4,d:16,i:128,v:100,t:1&gpu=custom&vram=7",
+        Lang::En,
+    )
+    .await;
+    assert!(html.contains("id=\"arch-editor\""), "{html}");
+    assert!(html.contains("GPU 7 GiB"), "{html}");
+}

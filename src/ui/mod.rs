@@ -3,6 +3,8 @@
 mod app;
 mod fields;
 pub mod i18n;
+mod import_box;
+mod inputs;
 mod results;
 
 pub use app::{App, AppProps};

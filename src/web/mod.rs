@@ -56,6 +56,28 @@ mod imp {
         let clipboard = gloo::utils::window().navigator().clipboard();
         let _ = clipboard.write_text(text);
     }
+
+    /// Reads a picked or dropped file as text, then calls `done` (refuses files over `MAX_FILE_BYTES`).
+    pub fn read_file_text(
+        file: web_sys::File,
+        done: impl FnOnce(Result<String, String>) + 'static,
+    ) {
+        if file.size() > super::MAX_FILE_BYTES {
+            done(Err(format!(
+                "{} is {:.1} MiB, too large for a config file",
+                file.name(),
+                file.size() / 1048576.0
+            )));
+            return;
+        }
+        wasm_bindgen_futures::spawn_local(async move {
+            let text = wasm_bindgen_futures::JsFuture::from(file.text()).await;
+            done(match text {
+                Ok(v) => Ok(v.as_string().unwrap_or_default()),
+                Err(_) => Err(format!("could not read {}", file.name())),
+            });
+        });
+    }
 }
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -76,9 +98,15 @@ mod imp {
     }
     pub fn set_document_lang(_: &str) {}
     pub fn copy_text(_: &str) {}
+    pub fn read_file_text(_: web_sys::File, done: impl FnOnce(Result<String, String>) + 'static) {
+        done(Err("files can only be read in a browser".into()));
+    }
 }
 
-pub use imp::{copy_text, href, replace_query, set_document_lang};
+pub use imp::{copy_text, href, read_file_text, replace_query, set_document_lang};
+
+/// Largest file the import box reads (a config.json is a few KiB; anything this big is not one).
+pub const MAX_FILE_BYTES: f64 = 4.0 * 1024.0 * 1024.0;
 
 /// The state to start from: the link's query if it has one, else the last state kept in storage.
 pub fn initial_query() -> String {
