@@ -68,14 +68,6 @@ fn read_input(path: Option<&str>) -> Result<String, String> {
     }
 }
 
-/// Parses a job from JSON text; an empty text is the default job.
-pub fn parse_job(text: &str) -> Result<Job, String> {
-    if text.trim().is_empty() {
-        return Ok(Job::default());
-    }
-    serde_json::from_str(text).map_err(|e| format!("job JSON: {e}"))
-}
-
 fn cmd_estimate(args: &[&str], json: bool) -> Result<(), String> {
     let mut file = None;
     let mut config = None;
@@ -92,7 +84,7 @@ fn cmd_estimate(args: &[&str], json: bool) -> Result<(), String> {
     } else {
         read_input(file)?
     };
-    let mut job = parse_job(&text)?;
+    let mut job = crate::api::parse_job_json(&text).map_err(|e| format!("job JSON: {e}"))?;
     if let Some(path) = config {
         let text = read_input(Some(path))?;
         let imported = import::parse_config_text(&text).map_err(|e| format!("{path}: {e}"))?;

@@ -4,6 +4,7 @@
 //! Only [`ui`] and [`web`] know they run in a browser; everything else is plain Rust, tested natively.
 
 pub mod advice;
+pub mod api;
 pub mod bytes;
 pub mod catalog;
 #[cfg(not(target_arch = "wasm32"))]

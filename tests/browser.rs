@@ -151,3 +151,39 @@ async fn a_broken_paste_names_the_field_and_keeps_the_form() {
     assert_eq!(model.value(), "qwen2.5-7b");
     assert_eq!(before, text(&root, "#verdict"));
 }
+
+fn call_estimate(job: &str) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
+    vramfit::web::install_js_api();
+    let window = gloo::utils::window();
+    let api = js_sys::Reflect::get(&window, &"vramfit".into()).unwrap();
+    let f: js_sys::Function = js_sys::Reflect::get(&api, &"estimate".into())
+        .unwrap()
+        .dyn_into()
+        .unwrap();
+    let arg = js_sys::JSON::parse(job).unwrap();
+    f.call1(&api, &arg)
+}
+
+#[wasm_bindgen_test]
+fn js_api_returns_a_plain_object() {
+    let out = call_estimate(r#"{"model":"llama-3.1-8b","mode":"qlora","micro_batch":2}"#).unwrap();
+    let total = js_sys::Reflect::get(&out, &"device_total".into())
+        .unwrap()
+        .as_f64()
+        .unwrap();
+    assert!(
+        total > 4.0 * 1073741824.0 && total < 40.0 * 1073741824.0,
+        "{total}"
+    );
+    let gpu = js_sys::Reflect::get(&out, &"gpu".into()).unwrap();
+    assert!(js_sys::Array::is_array(&gpu));
+}
+
+#[wasm_bindgen_test]
+fn js_api_throws_an_error_naming_the_field() {
+    let err = call_estimate(r#"{"micro_batch":"lots"}"#).unwrap_err();
+    let msg: String = err.dyn_into::<js_sys::Error>().unwrap().message().into();
+    assert!(msg.contains("micro_batch"), "{msg}");
+    let err = call_estimate("null").unwrap_err();
+    assert!(err.is_instance_of::<js_sys::Error>());
+}

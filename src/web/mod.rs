@@ -135,9 +135,35 @@ pub fn remember_lang(tag: &str) {
     imp::set_document_lang(tag);
 }
 
-/// Mounts the app into `#app` (browser only).
+/// Puts `window.vramfit = { estimate(job), version }` on the page: `estimate` takes a job object (every
+/// field optional, `model` may be a catalog id) and returns the estimate as a plain object; a bad object
+/// throws a JS `Error` naming the field. Browser only.
+#[cfg(target_arch = "wasm32")]
+pub fn install_js_api() {
+    use serde::Serialize;
+    use wasm_bindgen::{closure::Closure, JsValue};
+    let throw = |msg: String| JsValue::from(js_sys::Error::new(&format!("vramfit: {msg}")));
+    let estimate =
+        Closure::<dyn Fn(JsValue) -> Result<JsValue, JsValue>>::new(move |job: JsValue| {
+            let value: serde_json::Value =
+                serde_wasm_bindgen::from_value(job).map_err(|e| throw(e.to_string()))?;
+            let job = crate::api::job_from_value(value).map_err(throw)?;
+            crate::model::estimate(&job)
+                .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+                .map_err(|e| throw(e.to_string()))
+        });
+    let api = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&api, &"estimate".into(), estimate.as_ref());
+    let _ = js_sys::Reflect::set(&api, &"version".into(), &env!("CARGO_PKG_VERSION").into());
+    let _ = js_sys::Reflect::set(&gloo::utils::window(), &"vramfit".into(), &api);
+    // The page lives as long as the window: the closure is never dropped.
+    estimate.forget();
+}
+
+/// Mounts the app into `#app` and installs the JavaScript API (browser only).
 #[cfg(target_arch = "wasm32")]
 pub fn start() {
+    install_js_api();
     let root = gloo::utils::document()
         .get_element_by_id("app")
         .expect("index.html has #app");
