@@ -187,3 +187,15 @@ fn js_api_throws_an_error_naming_the_field() {
     let err = call_estimate("null").unwrap_err();
     assert!(err.is_instance_of::<js_sys::Error>());
 }
+
+/// The test browser starts with `--enable-unsafe-webgpu` (webdriver.json), so a software adapter exists:
+/// its info is read. (The end-to-end test runs without WebGPU and checks the page stays quiet.)
+#[wasm_bindgen_test]
+async fn webgpu_adapter_info_is_read_when_present() {
+    let info = vramfit::web::webgpu_info().await.expect("an adapter");
+    assert!(
+        !info.vendor.is_empty() || !info.architecture.is_empty(),
+        "{info:?}"
+    );
+    assert!(info.max_buffer_size > 0.0);
+}

@@ -116,6 +116,27 @@ pub fn gpu(id: &str) -> Option<&'static GpuEntry> {
     gpus().iter().find(|g| g.id == id)
 }
 
+/// Catalog GPUs whose WebGPU `GPUAdapterInfo` vendor and architecture match what a browser reported
+/// (Dawn's strings: vendor "nvidia"/"amd"/"apple"/"intel", architecture "ampere", "lovelace", "metal-3"…).
+/// An empty architecture matches every GPU of the vendor; an unknown vendor matches nothing.
+pub fn gpus_for_webgpu(vendor: &str, architecture: &str) -> Vec<&'static GpuEntry> {
+    let (vendor, architecture) = (
+        vendor.to_ascii_lowercase(),
+        architecture.to_ascii_lowercase(),
+    );
+    if vendor.is_empty() {
+        return Vec::new();
+    }
+    gpus()
+        .iter()
+        .filter(|g| g.webgpu_vendor.as_deref() == Some(vendor.as_str()))
+        .filter(|g| {
+            architecture.is_empty()
+                || g.webgpu_architecture.as_deref() == Some(architecture.as_str())
+        })
+        .collect()
+}
+
 /// Lowercase alphanumerics only, for loose name matching ("Llama-2-7b-hf" ~ "llama 2 7b").
 pub fn normalize_name(s: &str) -> String {
     s.chars()
@@ -251,6 +272,18 @@ mod tests {
                 g.id
             );
         }
+    }
+
+    #[test]
+    fn webgpu_strings_suggest_a_family() {
+        let ada: Vec<&str> = gpus_for_webgpu("nvidia", "lovelace")
+            .iter()
+            .map(|g| g.id.as_str())
+            .collect();
+        assert!(ada.contains(&"rtx-4090") && ada.contains(&"l40s") && !ada.contains(&"rtx-3090"));
+        assert!(gpus_for_webgpu("google", "swiftshader").is_empty());
+        assert!(gpus_for_webgpu("", "").is_empty());
+        assert!(!gpus_for_webgpu("apple", "").is_empty());
     }
 
     #[test]

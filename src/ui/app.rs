@@ -41,6 +41,14 @@ pub fn App(props: &AppProps) -> Html {
             .unwrap_or_else(|| Lang::from_tag(&web::initial_lang_tag()))
     });
     let copied = use_state(|| false);
+    let webgpu = use_state(|| None);
+    {
+        // Ask once, after the first render; the answer is only ever a hint.
+        let webgpu = webgpu.clone();
+        use_effect_with((), move |_| {
+            yew::platform::spawn_local(async move { webgpu.set(web::webgpu_info().await) });
+        });
+    }
 
     use_effect_with((*form).clone(), |f| web::remember_state(&share::encode(f)));
     use_effect_with(*lang, |l| web::remember_lang(l.tag()));
@@ -100,7 +108,7 @@ pub fn App(props: &AppProps) -> Html {
                 </div>
             }
             <main>
-                <Inputs lang={*lang} form={(*form).clone()} effective_batch={job.effective_batch()} {on_change} />
+                <Inputs lang={*lang} form={(*form).clone()} effective_batch={job.effective_batch()} webgpu={(*webgpu).clone()} {on_change} />
                 <Results lang={*lang} estimate={(*est).clone()} verdict={v} gpu_name={AttrValue::from(form.gpu_name())} />
             </main>
         </div>

@@ -166,6 +166,8 @@ pub struct Text {
     pub units_dims: &'static str,
     pub units_layers: &'static str,
     pub units_heads: &'static str,
+    pub webgpu_hint: &'static str,
+    pub webgpu_note: &'static str,
 }
 
 /// A GPU component's label.
@@ -350,6 +352,8 @@ pub static EN: Text = Text {
     units_dims: "dims",
     units_layers: "layers",
     units_heads: "heads",
+    webgpu_hint: "Hint from your browser (WebGPU): a {vendor} {arch} GPU. Pick your card:",
+    webgpu_note: "WebGPU does not reveal memory size; this is only a hint.",
 };
 
 pub static ZH: Text = Text {
@@ -481,4 +485,6 @@ pub static ZH: Text = Text {
     units_dims: "维",
     units_layers: "层",
     units_heads: "头",
+    webgpu_hint: "浏览器（WebGPU）提示：一块 {vendor} {arch} GPU。请选择你的显卡：",
+    webgpu_note: "WebGPU 不会透露显存大小；这只是提示。",
 };

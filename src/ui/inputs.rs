@@ -10,6 +10,7 @@ use crate::model::{
     Precision, Stack, WeightFormat,
 };
 use crate::share::enum_id;
+use crate::web::WebGpuInfo;
 use serde::Serialize;
 use yew::prelude::*;
 
@@ -20,6 +21,9 @@ pub struct InputsProps {
     pub form: Form,
     /// Effective batch (sequences per optimizer step), shown under the batch inputs.
     pub effective_batch: u64,
+    /// What the browser's WebGPU adapter reported, if anything.
+    #[prop_or_default]
+    pub webgpu: Option<WebGpuInfo>,
     /// Called with the whole new form after any change.
     pub on_change: Callback<Form>,
 }
@@ -113,6 +117,7 @@ pub fn Inputs(props: &InputsProps) -> Html {
                 <ImportBox lang={props.lang} {on_import} />
                 <SelectField id="gpu" label={t.gpu} tip={t.gpu_tip} options={gpu_options(t)}
                     value={AttrValue::from(form.gpu.clone())} on_change={setter(props, |f, v| f.gpu = v)} />
+                { gpu_hint(props) }
                 if form.gpu == CUSTOM {
                     <NumberField id="vram" label={t.vram} unit="GiB" tip={t.vram_tip} value={form.custom_vram_gib} min={1} max={1 << 20}
                         error_text={t.bad_number} on_change={setter(props, |f, v| f.custom_vram_gib = v)} />
@@ -204,6 +209,42 @@ fn gpu_options(t: &Text) -> Vec<(AttrValue, AttrValue)> {
         .collect();
     options.push((AttrValue::from(CUSTOM), AttrValue::from(t.custom_gpu)));
     options
+}
+
+/// The WebGPU device hint: the catalog GPUs of the family the browser reports, as one-click choices.
+/// Silent when WebGPU is absent or the adapter matches no catalog family (e.g. a software adapter).
+fn gpu_hint(props: &InputsProps) -> Html {
+    let Some(info) = &props.webgpu else {
+        return html! {};
+    };
+    let matches = catalog::gpus_for_webgpu(&info.vendor, &info.architecture);
+    if matches.is_empty() {
+        return html! {};
+    }
+    let t = props.lang.t();
+    let text = t
+        .webgpu_hint
+        .replace("{vendor}", &info.vendor)
+        .replace("{arch}", &info.architecture);
+    html! {
+        <div class="hint webgpu" id="webgpu-hint" title={t.webgpu_note}>
+            { text }
+            <div class="chips">
+                { for matches.iter().take(8).map(|g| {
+                    let pick = {
+                        let (form, on_change, id) = (props.form.clone(), props.on_change.clone(), g.id.clone());
+                        Callback::from(move |_: MouseEvent| {
+                            let mut next = form.clone();
+                            next.gpu = id.clone();
+                            on_change.emit(next);
+                        })
+                    };
+                    html! { <button type="button" class="chip" onclick={pick}>{ g.name.trim_start_matches("GeForce ") }</button> }
+                }) }
+            </div>
+            <small>{ t.webgpu_note }</small>
+        </div>
+    }
 }
 
 /// Field-by-field editor of a custom model's shape.

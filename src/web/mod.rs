@@ -3,6 +3,19 @@
 //! swallowed: the page keeps working without the feature.
 
 const STATE_KEY: &str = "vramfit.state";
+
+/// What the browser's WebGPU adapter says about the GPU. It never includes memory size.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct WebGpuInfo {
+    /// `GPUAdapterInfo.vendor`, e.g. "nvidia".
+    pub vendor: String,
+    /// `GPUAdapterInfo.architecture`, e.g. "lovelace".
+    pub architecture: String,
+    /// `GPUAdapterInfo.description` (often empty for privacy).
+    pub description: String,
+    /// `GPUSupportedLimits.maxBufferSize`, bytes: a browser limit, not the GPU's memory.
+    pub max_buffer_size: f64,
+}
 const LANG_KEY: &str = "vramfit.lang";
 
 #[cfg(target_arch = "wasm32")]
@@ -57,6 +70,32 @@ mod imp {
         let _ = clipboard.write_text(text);
     }
 
+    /// Asks for a WebGPU adapter and reads its info; `None` without WebGPU or without an adapter.
+    pub async fn webgpu_info() -> Option<super::WebGpuInfo> {
+        use wasm_bindgen::JsCast;
+        let navigator = gloo::utils::window().navigator();
+        // `navigator.gpu` is undefined where WebGPU is off: check before touching the typed binding.
+        let gpu = js_sys::Reflect::get(&navigator, &"gpu".into()).ok()?;
+        if gpu.is_undefined() || gpu.is_null() {
+            return None;
+        }
+        let gpu: web_sys::Gpu = gpu.unchecked_into();
+        let adapter = wasm_bindgen_futures::JsFuture::from(gpu.request_adapter())
+            .await
+            .ok()?;
+        if adapter.is_null() || adapter.is_undefined() {
+            return None;
+        }
+        let adapter: web_sys::GpuAdapter = adapter.unchecked_into();
+        let info = adapter.info();
+        Some(super::WebGpuInfo {
+            vendor: info.vendor(),
+            architecture: info.architecture(),
+            description: info.description(),
+            max_buffer_size: adapter.limits().max_buffer_size(),
+        })
+    }
+
     /// Reads a picked or dropped file as text, then calls `done` (refuses files over `MAX_FILE_BYTES`).
     pub fn read_file_text(
         file: web_sys::File,
@@ -101,9 +140,12 @@ mod imp {
     pub fn read_file_text(_: web_sys::File, done: impl FnOnce(Result<String, String>) + 'static) {
         done(Err("files can only be read in a browser".into()));
     }
+    pub async fn webgpu_info() -> Option<super::WebGpuInfo> {
+        None
+    }
 }
 
-pub use imp::{copy_text, href, read_file_text, replace_query, set_document_lang};
+pub use imp::{copy_text, href, read_file_text, replace_query, set_document_lang, webgpu_info};
 
 /// Largest file the import box reads (a config.json is a few KiB; anything this big is not one).
 pub const MAX_FILE_BYTES: f64 = 4.0 * 1024.0 * 1024.0;

@@ -46,6 +46,9 @@ after(async () => {
 test('a user picks a setup, shares the link, and the link restores it', async () => {
   const context = await browser.newContext({ locale: 'en-US' });
   const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
   const started = Date.now();
   await page.goto(base);
   await page.waitForSelector('#verdict');
@@ -61,6 +64,18 @@ test('a user picks a setup, shares the link, and the link restores it', async ()
   assert.match(link, /model=qwen2.5-7b/);
   assert.match(link, /gpu=rtx-3090/);
   await page.screenshot({ path: join(OUT, 'light.png'), fullPage: true });
+  // This browser has no WebGPU: no hint, and no error either.
+  assert.equal(await page.locator('#webgpu-hint').count(), 0);
+  // The JavaScript API on the page.
+  const api = await page.evaluate(() => {
+    const e = window.vramfit.estimate({ model: 'llama-3.1-8b', mode: 'qlora', micro_batch: 1 });
+    let thrown = '';
+    try { window.vramfit.estimate({ seq_len: 'long' }); } catch (err) { thrown = err.message; }
+    return { total: e.device_total, parts: e.gpu.length, thrown };
+  });
+  assert.ok(api.total > 4 * 2 ** 30 && api.parts > 3, JSON.stringify(api));
+  assert.match(api.thrown, /seq_len/);
+  assert.deepEqual(problems, []);
 
   const fresh = await browser.newContext({ locale: 'en-US' });
   const other = await fresh.newPage();
