@@ -79,9 +79,9 @@ pub fn App(props: &AppProps) -> Html {
         })
     };
     let on_copy = {
-        let copied = copied.clone();
+        let (copied, link) = (copied.clone(), web::link_for(&share::encode(&form)));
         Callback::from(move |_| {
-            web::copy_text(&web::href());
+            web::copy_text(&link);
             copied.set(true);
         })
     };

@@ -40,8 +40,22 @@ mod imp {
         }
     }
 
-    pub fn href() -> String {
-        gloo::utils::window().location().href().unwrap_or_default()
+    /// This page's address with another query string.
+    pub fn link_for(query: &str) -> String {
+        let location = gloo::utils::window().location();
+        let origin = location.origin().unwrap_or_default();
+        let path = location.pathname().unwrap_or_default();
+        format!("{origin}{path}?{query}")
+    }
+
+    thread_local! {
+        static PENDING: std::cell::RefCell<Option<gloo::timers::callback::Timeout>> =
+            const { std::cell::RefCell::new(None) };
+    }
+
+    /// Runs `f` after `ms` of quiet: a newer call replaces (and so cancels) the pending one.
+    pub fn debounce(ms: u32, f: impl FnOnce() + 'static) {
+        PENDING.with(|p| *p.borrow_mut() = Some(gloo::timers::callback::Timeout::new(ms, f)));
     }
 
     pub fn load(key: &str) -> Option<String> {
@@ -125,8 +139,11 @@ mod imp {
         String::new()
     }
     pub fn replace_query(_: &str) {}
-    pub fn href() -> String {
-        String::new()
+    pub fn link_for(query: &str) -> String {
+        format!("?{query}")
+    }
+    pub fn debounce(_: u32, f: impl FnOnce() + 'static) {
+        f()
     }
     pub fn load(_: &str) -> Option<String> {
         None
@@ -145,7 +162,7 @@ mod imp {
     }
 }
 
-pub use imp::{copy_text, href, read_file_text, replace_query, set_document_lang, webgpu_info};
+pub use imp::{copy_text, link_for, read_file_text, replace_query, set_document_lang, webgpu_info};
 
 /// Largest file the import box reads (a config.json is a few KiB; anything this big is not one).
 pub const MAX_FILE_BYTES: f64 = 4.0 * 1024.0 * 1024.0;
@@ -160,10 +177,14 @@ pub fn initial_query() -> String {
     }
 }
 
-/// Keeps the current state in the URL (without a new history entry) and in storage.
+/// Keeps the current state in the URL (without a new history entry) and in storage, once typing pauses
+/// for 300 ms: `history.replaceState` costs milliseconds and browsers throttle frequent calls.
 pub fn remember_state(query: &str) {
-    imp::replace_query(query);
-    imp::save(STATE_KEY, query);
+    let query = query.to_string();
+    imp::debounce(300, move || {
+        imp::replace_query(&query);
+        imp::save(STATE_KEY, &query);
+    });
 }
 
 /// The remembered language, else the browser's.

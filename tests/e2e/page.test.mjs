@@ -92,19 +92,26 @@ test('recompute after an input change is fast (reported, not asserted)', async (
   const page = await browser.newPage();
   await page.goto(base);
   await page.waitForSelector('#verdict');
-  const ms = await page.evaluate(async () => {
+  const r = await page.evaluate(async () => {
     const input = document.querySelector('#seq');
-    const runs = 50;
-    const t0 = performance.now();
-    for (let i = 0; i < runs; i++) {
-      input.value = String(1024 + i);
+    const verdict = document.querySelector('#verdict');
+    const times = [];
+    for (let i = 0; i < 60; i++) {
+      const before = verdict.textContent;
+      const t0 = performance.now();
+      input.value = String(512 + 97 * i);
       input.dispatchEvent(new InputEvent('input', { bubbles: true }));
-      await new Promise((r) => setTimeout(r, 0));
+      // Time until the DOM shows the new verdict (the render is scheduled as a microtask); paint excluded.
+      while (verdict.textContent === before && performance.now() - t0 < 50) await Promise.resolve();
+      if (verdict.textContent === before) await new Promise((res) => setTimeout(res, 0));
+      times.push(performance.now() - t0);
+      await new Promise((res) => setTimeout(res, 5));
     }
-    return (performance.now() - t0) / runs;
+    times.sort((a, b) => a - b);
+    return { median: times[30], p90: times[54], changed: verdict.textContent };
   });
-  console.log(`recompute + re-render per input change: ${ms.toFixed(2)} ms`);
-  assert.ok(Number.isFinite(ms));
+  console.log(`recompute + re-render per input change: median ${r.median.toFixed(1)} ms, p90 ${r.p90.toFixed(1)} ms`);
+  assert.ok(Number.isFinite(r.median));
   await page.close();
 });
 
