@@ -1,10 +1,13 @@
 //! The `vramfit` command line: the same pure model as the page, scriptable outside the browser.
 //! Native only (file and stdin I/O); `main.rs` calls [`run`].
 
+use crate::advice::{self, export};
 use crate::bytes::{fmt_gib, to_gib};
 use crate::catalog::import;
 use crate::eval::{self, Report};
+use crate::form::Form;
 use crate::model::{estimate, Estimate, Job};
+use crate::share;
 use std::io::Read;
 
 const HELP: &str = "vramfit: GPU memory and system RAM estimates for LLM fine-tuning and inference
@@ -19,7 +22,13 @@ Commands:
   eval FILE.jsonl [--json]
               Compare the model with measured runs (one JSON case per line); prints one line
               per case and, last, 'summary: evaluated=N skipped=M median_abs_pct=X p90_abs_pct=Y'.
-  bench [N]   Time N estimates (default 100000) and print the mean time per estimate.
+  advise [FILE] [--link QUERY] [--json]
+              Verdict, ranked remedies, combinations and solver results for a setup given as
+              JSON form fields (model, gpu, gpus, ram_gib, mode, micro_batch, seq_len, …; a file
+              or stdin) or as the page's link query (--link 'model=qwen2.5-7b&batch=8').
+  export llamafactory|trl|deepspeed [FILE] [--link QUERY]
+              Print the setup as a LLaMA-Factory YAML, a TRL command or a DeepSpeed JSON.
+  bench [N]   Time N estimates (default 100000) and N/100 full advice passes.
   version     Print the version.
   help        Show this help.
 ";
@@ -43,6 +52,8 @@ pub fn run(args: Vec<String>) -> i32 {
         }
         Some("estimate") => cmd_estimate(&rest[1..], json),
         Some("eval") => cmd_eval(&rest[1..], json),
+        Some("advise") => cmd_advise(&rest[1..], json),
+        Some("export") => cmd_export(&rest[1..]),
         Some("bench") => cmd_bench(&rest[1..]),
         Some(other) => Err(format!("unknown command '{other}' (try 'vramfit help')")),
     };
@@ -207,6 +218,109 @@ pub fn render_report(r: &Report) -> String {
     out
 }
 
+/// Reads a form from `--link QUERY`, else from JSON (file or stdin).
+fn read_form(args: &[&str]) -> Result<Form, String> {
+    let mut it = args.iter();
+    let mut file = None;
+    while let Some(a) = it.next() {
+        match *a {
+            "--link" => {
+                let q = it.next().ok_or("--link needs the query string")?;
+                let q = q.split_once('?').map_or(*q, |(_, q)| q);
+                let (form, ignored) = share::decode(q);
+                for i in ignored {
+                    eprintln!("vramfit: ignored in link: {i:?}");
+                }
+                return Ok(form);
+            }
+            f if file.is_none() => file = Some(f),
+            other => return Err(format!("unexpected argument '{other}'")),
+        }
+    }
+    let text = read_input(file)?;
+    if text.trim().is_empty() {
+        return Ok(Form::default());
+    }
+    let mut de = serde_json::Deserializer::from_str(&text);
+    serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| format!("form JSON: {}: {}", e.path(), e.inner()))
+}
+
+fn cmd_advise(args: &[&str], json: bool) -> Result<(), String> {
+    let form = read_form(args)?;
+    let advice = advice::advise(&form);
+    if json {
+        let out = serde_json::json!({
+            "verdict": advice.verdict,
+            "estimate": advice.estimate,
+            "speed": advice.speed,
+            "remedies": advice.remedies,
+            "combinations": advice.combinations,
+            "solutions": advice.solutions,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
+        );
+        return Ok(());
+    }
+    let v = &advice.verdict;
+    println!(
+        "verdict: {:?}: needs {} per GPU of {} usable; host RAM {} of {}",
+        v.fit,
+        fmt_gib(v.vram_need),
+        fmt_gib(v.vram_have),
+        fmt_gib(v.ram_need),
+        fmt_gib(v.ram_have)
+    );
+    if let Some(s) = advice.speed {
+        println!(
+            "speed (rough): {:.1} s per step, {:.0} tokens/s",
+            s.seconds, s.tokens_per_s
+        );
+    }
+    println!("\nremedies (fitting first, cheapest first):");
+    for r in advice.remedies.iter().chain(&advice.combinations) {
+        println!(
+            "  {:<40} saves {:>10}  {:<5} slowdown {:>6}  {}",
+            format!("{:?}", r.changes),
+            fmt_gib(r.saved),
+            if r.fits { "fits" } else { "" },
+            r.slowdown
+                .map_or("?".into(), |s| format!("{:+.0}%", s * 100.0)),
+            r.caveats
+                .iter()
+                .map(|c| format!("{c:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let s = &advice.solutions;
+    println!("\nsolvers:");
+    println!("  largest micro-batch that fits: {:?}", s.max_batch);
+    println!("  longest sequence that fits:    {:?} tokens", s.max_seq);
+    println!("  fewest GPUs:                   {:?}", s.min_gpus);
+    println!("  smallest catalog GPU:          {:?}", s.smallest_gpu);
+    println!("  host RAM needed:               {}", fmt_gib(s.ram_needed));
+    Ok(())
+}
+
+fn cmd_export(args: &[&str]) -> Result<(), String> {
+    let (kind, rest) = args
+        .split_first()
+        .ok_or("export needs a format: llamafactory, trl or deepspeed")?;
+    let form = read_form(rest)?;
+    let text = match *kind {
+        "llamafactory" => export::llama_factory_yaml(&form),
+        "trl" => export::trl_command(&form),
+        "deepspeed" => export::deepspeed_json(&form)
+            .ok_or("no ZeRO stage or offload is set: DeepSpeed is not used")?,
+        other => return Err(format!("unknown export format '{other}'")),
+    };
+    println!("{text}");
+    Ok(())
+}
+
 fn cmd_bench(args: &[&str]) -> Result<(), String> {
     let n: u32 = match args.first() {
         Some(a) => a
@@ -226,6 +340,30 @@ fn cmd_bench(args: &[&str]) -> Result<(), String> {
         "estimate: {:.2} µs per call over {n} calls (checksum {:.1} GiB)",
         per * 1e6,
         to_gib(sink) / f64::from(n.max(1))
+    );
+    let passes = (n / 100).max(1);
+    let forms = [
+        Form::default(),
+        Form {
+            mode: crate::model::Mode::Full,
+            ..Form::default()
+        },
+        Form {
+            mode: crate::model::Mode::Inference,
+            ..Form::default()
+        },
+    ];
+    let start = std::time::Instant::now();
+    let mut count = 0usize;
+    for i in 0..passes {
+        count += advice::advise(&forms[i as usize % forms.len()])
+            .remedies
+            .len();
+    }
+    let per = start.elapsed().as_secs_f64() / f64::from(passes);
+    println!(
+        "advice pass: {:.2} ms per pass over {passes} passes ({count} remedies)",
+        per * 1e3
     );
     Ok(())
 }

@@ -5,12 +5,15 @@ use crate::model::{
     Architecture, AttentionImpl, Checkpointing, Job, KvDtype, LossImpl, Mode, Module, Offload,
     Optimizer, Parallelism, Precision, Stack, WeightFormat,
 };
+use serde::{Deserialize, Serialize};
 
 /// The id that selects the custom model or GPU instead of a catalog entry.
 pub const CUSTOM: &str = "custom";
 
-/// Every input on the page. Catalog ids, not copies of their data, so links stay short.
-#[derive(Clone, Debug, PartialEq)]
+/// Every input on the page. Catalog ids, not copies of their data, so links stay short. Also the JSON the
+/// CLI's `advise` reads (every field optional).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Form {
     /// Catalog model id, or [`CUSTOM`] for `custom_arch`.
     pub model: String,

@@ -1,13 +1,24 @@
-//! From an estimate to an answer: does it fit, which limit is hit, and by how much. Pure.
+//! From an estimate to an answer: does it fit, which limit is hit, by how much, and what to change.
+//! Pure: every what-if is evaluated by the same memory model.
 
+pub mod export;
+pub mod remedies;
+pub mod solve;
+pub mod speed;
+
+use crate::form::Form;
 use crate::model::{Component, Estimate};
+use remedies::Remedy;
+use solve::Solutions;
+use speed::Speed;
 
 /// Headroom below which a fitting job is called tight: allocator spikes and other processes commonly eat
 /// a few percent of VRAM, so under 10% free is a risk rather than a comfortable fit.
 pub const TIGHT_HEADROOM: f64 = 0.10;
 
 /// The overall answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Fit {
     /// Fits with at least 10% VRAM headroom and enough RAM.
     Fits,
@@ -22,7 +33,7 @@ pub enum Fit {
 }
 
 /// The verdict for one estimate on one machine.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Verdict {
     pub fit: Fit,
     /// Needed per GPU (device total), bytes.
@@ -75,6 +86,55 @@ pub fn verdict(est: &Estimate, vram_have: f64, ram_have: f64) -> Verdict {
         ram_need,
         ram_have,
         dominant,
+    }
+}
+
+/// Everything the advisor says about one setup.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Advice {
+    pub estimate: Estimate,
+    pub verdict: Verdict,
+    /// Rough speed of the current setup.
+    pub speed: Option<Speed>,
+    /// Single changes, those that fit first and cheapest first.
+    pub remedies: Vec<Remedy>,
+    /// The cheapest pairs of changes that fit (only computed when no single change fits).
+    pub combinations: Vec<Remedy>,
+    pub solutions: Solutions,
+}
+
+impl Advice {
+    /// The remedy to lead with: the cheapest that fits, else the pair, else the one that saves most.
+    pub fn best(&self) -> Option<&Remedy> {
+        self.remedies
+            .iter()
+            .find(|r| r.fits)
+            .or(self.combinations.first())
+            .or(self.remedies.first())
+    }
+}
+
+/// The full advice pass for a form: a few hundred evaluations of the memory model.
+pub fn advise(form: &Form) -> Advice {
+    let (estimate, verdict, speed) = remedies::evaluate(form);
+    let remedies = remedies::rank_single(form);
+    // Combinations of settings only matter when no single setting change (hardware and model swaps
+    // aside) makes the job fit.
+    let setting_fits = remedies
+        .iter()
+        .any(|r| r.fits && !r.changes.iter().any(|c| c.swaps_hardware_or_model()));
+    let combinations = if setting_fits || !matches!(verdict.fit, Fit::VramShort | Fit::BothShort) {
+        Vec::new()
+    } else {
+        remedies::best_combinations(form, 3)
+    };
+    Advice {
+        solutions: solve::solve(form),
+        estimate,
+        verdict,
+        speed,
+        remedies,
+        combinations,
     }
 }
 
