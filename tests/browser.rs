@@ -199,3 +199,19 @@ async fn webgpu_adapter_info_is_read_when_present() {
     );
     assert!(info.max_buffer_size > 0.0);
 }
+
+#[wasm_bindgen_test]
+async fn clicking_a_remedy_applies_it() {
+    let root = mount("ckpt=off&seq=4096&gpu=a100-80gb", Lang::En);
+    yew::scheduler::flush().await;
+    let before = text(&root, "#verdict");
+    let first: web_sys::HtmlElement = find(&root, "#remedy-0");
+    let label = first.text_content().unwrap_or_default();
+    first.click();
+    yew::scheduler::flush().await;
+    assert_ne!(
+        before,
+        text(&root, "#verdict"),
+        "applying {label} changed nothing"
+    );
+}

@@ -47,3 +47,16 @@ async fn custom_model_and_gpu_from_a_link() {
     assert!(html.contains("id=\"arch-editor\""), "{html}");
     assert!(html.contains("GPU 7 GiB"), "{html}");
 }
+
+#[tokio::test]
+async fn advice_says_which_limit_and_what_to_change() {
+    let html = render("mode=full&gpu=rtx-4090", Lang::En).await;
+    assert!(
+        html.contains("Don&#x27;t buy RAM") || html.contains("Don't buy RAM"),
+        "{html}"
+    );
+    assert!(html.contains("id=\"remedies\""));
+    assert!(html.contains("id=\"export-llamafactory\""));
+    let zh = render("mode=full&gpu=rtx-4090", Lang::Zh).await;
+    assert!(zh.contains("不用加内存"));
+}

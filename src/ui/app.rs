@@ -1,12 +1,11 @@
 //! The root component: holds the form, recomputes the estimate on every change, writes the URL back.
 
+use super::advice_panel::AdvicePanel;
 use super::i18n::Lang;
 use super::inputs::Inputs;
 use super::results::Results;
-use crate::advice::verdict;
-use crate::bytes::GIB;
+use crate::advice::advise;
 use crate::form::Form;
-use crate::model::estimate;
 use crate::share::{self, Ignored};
 use crate::web;
 use yew::prelude::*;
@@ -54,12 +53,7 @@ pub fn App(props: &AppProps) -> Html {
     use_effect_with(*lang, |l| web::remember_lang(l.tag()));
 
     let job = use_memo((*form).clone(), |f| f.job());
-    let est = use_memo(job.clone(), |j| estimate(j));
-    let v = verdict(
-        &est,
-        form.gpu_usable_gib() * GIB,
-        f64::from(form.ram_gib) * GIB,
-    );
+    let advice = use_memo((*form).clone(), advise);
     let t = lang.t();
 
     let on_change = {
@@ -108,8 +102,11 @@ pub fn App(props: &AppProps) -> Html {
                 </div>
             }
             <main>
-                <Inputs lang={*lang} form={(*form).clone()} effective_batch={job.effective_batch()} webgpu={(*webgpu).clone()} {on_change} />
-                <Results lang={*lang} estimate={(*est).clone()} verdict={v} gpu_name={AttrValue::from(form.gpu_name())} />
+                <Inputs lang={*lang} form={(*form).clone()} effective_batch={job.effective_batch()} webgpu={(*webgpu).clone()} on_change={on_change.clone()} />
+                <div class="output">
+                    <Results lang={*lang} estimate={advice.estimate.clone()} verdict={advice.verdict.clone()} gpu_name={AttrValue::from(form.gpu_name())} />
+                    <AdvicePanel lang={*lang} form={(*form).clone()} advice={advice.clone()} on_apply={on_change.clone()} />
+                </div>
             </main>
         </div>
     }

@@ -1,5 +1,6 @@
 //! The Yew page. Only this module and [`crate::web`] know about the browser.
 
+mod advice_panel;
 mod app;
 mod fields;
 pub mod i18n;
