@@ -104,12 +104,14 @@ pub struct Advice {
 }
 
 impl Advice {
-    /// The remedy to lead with: the cheapest that fits, else the pair, else the one that saves most.
+    /// The remedy to lead with: the cheapest that fits (single change or combination), else the single
+    /// change that saves the most.
     pub fn best(&self) -> Option<&Remedy> {
         self.remedies
             .iter()
-            .find(|r| r.fits)
-            .or(self.combinations.first())
+            .chain(&self.combinations)
+            .filter(|r| r.fits)
+            .min_by(|a, b| a.cost.total_cmp(&b.cost))
             .or(self.remedies.first())
     }
 }

@@ -30,9 +30,14 @@ fn time_text(lang: Lang, slowdown: Option<f64>) -> String {
     }
 }
 
-fn saved_text(lang: Lang, saved: f64) -> String {
+/// "−12.0 GiB" saved, "needs +1.0 GiB" more, or, for a change that moves the job to other hardware without
+/// changing its memory, what it needs there.
+fn saved_text(lang: Lang, r: &Remedy) -> String {
     let t = lang.t();
-    if saved >= 0.0 {
+    let saved = r.saved;
+    if saved.abs() < 0.005 * crate::bytes::GIB {
+        format!("{} {}", t.needs_total, fmt_gib(r.need))
+    } else if saved >= 0.0 {
         format!("−{}", fmt_gib(saved))
     } else {
         format!("{} +{}", t.costs_memory, fmt_gib(-saved))
@@ -59,7 +64,7 @@ pub fn recommendation(lang: Lang, advice: &Advice) -> String {
                 .iter()
                 .map(|c| change(lang, *c, &r.form))
                 .collect();
-            let mut details = saved_text(lang, r.saved);
+            let mut details = saved_text(lang, r);
             let time = time_text(lang, r.slowdown);
             if !time.is_empty() {
                 details.push_str(if lang == Lang::Zh { "，" } else { ", " });
@@ -93,7 +98,7 @@ fn remedy_row(props: &AdvicePanelProps, r: &Remedy, i: usize) -> Html {
         <li class={classes!("remedy", r.fits.then_some("fits"))}>
             <button type="button" class="apply" id={format!("remedy-{i}")} {onclick} title={t.apply}>
                 <span class="what">{ names.join(" + ") }</span>
-                <span class="saved">{ saved_text(lang, r.saved) }</span>
+                <span class="saved">{ saved_text(lang, r) }</span>
                 if r.fits { <span class="badge">{ t.fits_after }</span> }
                 <span class="time">{ time_text(lang, r.slowdown) }</span>
                 <span class="caveat">{ cav.join("; ") }</span>
