@@ -198,9 +198,10 @@ pub fn remember_lang(tag: &str) {
     imp::set_document_lang(tag);
 }
 
-/// Puts `window.vramfit = { estimate(job), version }` on the page: `estimate` takes a job object (every
-/// field optional, `model` may be a catalog id) and returns the estimate as a plain object; a bad object
-/// throws a JS `Error` naming the field. Browser only.
+/// Puts `window.vramfit = { estimate(job), advise(form), version }` on the page: `estimate` takes a job
+/// object (every field optional, `model` may be a catalog id) and returns the estimate as a plain object;
+/// `advise` takes the page's form fields (model, gpu, gpus, ram_gib, mode, micro_batch, …) and returns the
+/// verdict, remedies and solver results. A bad object throws a JS `Error` naming the field. Browser only.
 #[cfg(target_arch = "wasm32")]
 pub fn install_js_api() {
     use serde::Serialize;
@@ -215,12 +216,30 @@ pub fn install_js_api() {
                 .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
                 .map_err(|e| throw(e.to_string()))
         });
+    let advise =
+        Closure::<dyn Fn(JsValue) -> Result<JsValue, JsValue>>::new(move |form: JsValue| {
+            let form: crate::form::Form = if form.is_undefined() || form.is_null() {
+                crate::form::Form::default()
+            } else {
+                serde_path_to_error::deserialize(serde_wasm_bindgen::Deserializer::from(form))
+                    .map_err(|e| throw(format!("{}: {}", e.path(), e.inner())))?
+            };
+            let a = crate::advice::advise(&form);
+            let out = serde_json::json!({
+                "verdict": a.verdict, "speed": a.speed, "remedies": a.remedies,
+                "combinations": a.combinations, "solutions": a.solutions,
+            });
+            out.serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+                .map_err(|e| throw(e.to_string()))
+        });
     let api = js_sys::Object::new();
     let _ = js_sys::Reflect::set(&api, &"estimate".into(), estimate.as_ref());
+    let _ = js_sys::Reflect::set(&api, &"advise".into(), advise.as_ref());
     let _ = js_sys::Reflect::set(&api, &"version".into(), &env!("CARGO_PKG_VERSION").into());
     let _ = js_sys::Reflect::set(&gloo::utils::window(), &"vramfit".into(), &api);
     // The page lives as long as the window: the closure is never dropped.
     estimate.forget();
+    advise.forget();
 }
 
 /// Mounts the app into `#app` and installs the JavaScript API (browser only).

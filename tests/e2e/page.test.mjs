@@ -111,6 +111,16 @@ test('recompute after an input change is fast (reported, not asserted)', async (
     return { median: times[30], p90: times[54], changed: verdict.textContent };
   });
   console.log(`recompute + re-render per input change: median ${r.median.toFixed(1)} ms, p90 ${r.p90.toFixed(1)} ms`);
+  const adv = await page.evaluate(() => {
+    const forms = [{}, { mode: 'full' }, { mode: 'inference' }, { model: 'qwen2.5-72b', gpu: 'a100-80gb', gpus: 8 }];
+    const runs = 80;
+    const t0 = performance.now();
+    let n = 0;
+    for (let i = 0; i < runs; i++) n += window.vramfit.advise(forms[i % forms.length]).remedies.length;
+    return { ms: (performance.now() - t0) / runs, n };
+  });
+  console.log(`full advice pass in the browser: ${adv.ms.toFixed(2)} ms`);
+  assert.ok(adv.n > 0);
   assert.ok(Number.isFinite(r.median));
   await page.close();
 });
