@@ -19,9 +19,10 @@ Commands:
               Estimate a job given as JSON (a file, or stdin when FILE is omitted or '-').
               Every field is optional; see README for the fields. --config takes the
               architecture from a Hugging Face config.json instead of the job's 'arch'.
-  eval FILE.jsonl [--json]
+  eval FILE.jsonl [--json] [--case ID]
               Compare the model with measured runs (one JSON case per line); prints one line
               per case and, last, 'summary: evaluated=N skipped=M median_abs_pct=X p90_abs_pct=Y'.
+              --case ID prints that case's job and full breakdown instead.
   advise [FILE] [--link QUERY] [--json]
               Verdict, ranked remedies, combinations and solver results for a setup given as
               JSON form fields (model, gpu, gpus, ram_gib, mode, micro_batch, seq_len, …; a file
@@ -159,6 +160,21 @@ pub fn render_estimate(e: &Estimate) -> String {
 
 fn cmd_eval(args: &[&str], json: bool) -> Result<(), String> {
     let path = args.first().ok_or("eval needs a JSONL file")?;
+    if let Some(i) = args.iter().position(|a| *a == "--case") {
+        let id = args.get(i + 1).ok_or("--case needs a case id")?;
+        let text = read_input(Some(path))?;
+        let case: serde_json::Value = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|c| c.get("id").and_then(|v| v.as_str()) == Some(id))
+            .ok_or_else(|| format!("no case '{id}' in {path}"))?;
+        let job = eval::job_from_case(&case)?;
+        println!("{}", serde_json::to_string(&job).map_err(|e| e.to_string())?);
+        print!("{}", render_estimate(&crate::model::estimate(&job)));
+        let r = eval::evaluate_case(&case)?;
+        println!("compared {}: predicted {:.2} GiB, measured {:.2} GiB ({:+.1}%)", r.metric, r.predicted_gib, r.measured_gib, r.error_pct);
+        return Ok(());
+    }
     let report = eval::evaluate_jsonl(&read_input(Some(path))?);
     if json {
         println!(

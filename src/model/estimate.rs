@@ -452,9 +452,16 @@ pub fn estimate(job: &Job) -> Estimate {
             temporary_bwd += 2.0 * p.largest_linear * 2.0 * layer_share;
         }
     }
-    // ZeRO-3/FSDP gather the full 16-bit weights of the current and the prefetched layer.
+    // ZeRO-3/FSDP gather the full weights of the current and the prefetched layer, in their stored format
+    // (FSDP + QLoRA gathers the packed 4-bit storage, not dequantized weights: bitsandbytes
+    // `bnb_4bit_quant_storage` docs).
     if job.parallelism == Parallelism::Zero3 && job.gpus > 1 || param_offloaded {
-        temporary_bwd += 2.0 * p.per_layer * 2.0;
+        let stored = if quantized {
+            job.weights.linear_bytes()
+        } else {
+            working
+        };
+        temporary_bwd += 2.0 * p.per_layer * stored;
     }
 
     // Gradients are live at the start of backward when they persist between micro-batches (accumulation)
