@@ -169,10 +169,16 @@ fn cmd_eval(args: &[&str], json: bool) -> Result<(), String> {
             .find(|c| c.get("id").and_then(|v| v.as_str()) == Some(id))
             .ok_or_else(|| format!("no case '{id}' in {path}"))?;
         let job = eval::job_from_case(&case)?;
-        println!("{}", serde_json::to_string(&job).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string(&job).map_err(|e| e.to_string())?
+        );
         print!("{}", render_estimate(&crate::model::estimate(&job)));
         let r = eval::evaluate_case(&case)?;
-        println!("compared {}: predicted {:.2} GiB, measured {:.2} GiB ({:+.1}%)", r.metric, r.predicted_gib, r.measured_gib, r.error_pct);
+        println!(
+            "compared {}: predicted {:.2} GiB, measured {:.2} GiB ({:+.1}%)",
+            r.metric, r.predicted_gib, r.measured_gib, r.error_pct
+        );
         return Ok(());
     }
     let report = eval::evaluate_jsonl(&read_input(Some(path))?);

@@ -9,6 +9,7 @@ pub mod bytes;
 pub mod catalog;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod cli;
+pub mod doctor;
 pub mod eval;
 pub mod form;
 pub mod model;
