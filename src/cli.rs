@@ -29,6 +29,13 @@ Commands:
               or stdin) or as the page's link query (--link 'model=qwen2.5-7b&batch=8').
   export llamafactory|trl|deepspeed [FILE] [--link QUERY]
               Print the setup as a LLaMA-Factory YAML, a TRL command or a DeepSpeed JSON.
+  diagnose [--gpu ID] [--json]
+              Read an error log or traceback on stdin and say what ran out (GPU memory, host
+              memory, disk, or not memory at all), with the figures it states, in GiB.
+  import [--json]
+              Read a training command line, LLaMA-Factory/axolotl YAML, DeepSpeed JSON or
+              PEFT adapter_config.json on stdin; print the setup understood (form JSON) and
+              the keys that were ignored.
   bench [N]   Time N estimates (default 100000) and N/100 full advice passes.
   version     Print the version.
   help        Show this help.
@@ -55,6 +62,8 @@ pub fn run(args: Vec<String>) -> i32 {
         Some("eval") => cmd_eval(&rest[1..], json),
         Some("advise") => cmd_advise(&rest[1..], json),
         Some("export") => cmd_export(&rest[1..]),
+        Some("diagnose") => cmd_diagnose(&rest[1..], json),
+        Some("import") => cmd_import(json),
         Some("bench") => cmd_bench(&rest[1..]),
         Some(other) => Err(format!("unknown command '{other}' (try 'vramfit help')")),
     };
@@ -340,6 +349,66 @@ fn cmd_export(args: &[&str]) -> Result<(), String> {
         other => return Err(format!("unknown export format '{other}'")),
     };
     println!("{text}");
+    Ok(())
+}
+
+fn cmd_diagnose(args: &[&str], json: bool) -> Result<(), String> {
+    let gpu = match args.iter().position(|a| *a == "--gpu") {
+        Some(i) => {
+            let id = args.get(i + 1).ok_or("--gpu needs a catalog GPU id")?;
+            Some(
+                crate::catalog::gpu(id)
+                    .ok_or_else(|| format!("no catalog GPU '{id}'"))?
+                    .usable_gib,
+            )
+        }
+        None => None,
+    };
+    let d = crate::doctor::diagnose(&read_input(None)?, gpu);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&d).map_err(|e| e.to_string())?
+        );
+    } else {
+        println!("kind: {:?} ({:?})", d.kind, d.source);
+        if !d.evidence.is_empty() {
+            println!("evidence: {}", d.evidence);
+        }
+        let n = serde_json::to_value(d.numbers).map_err(|e| e.to_string())?;
+        for (k, v) in n.as_object().into_iter().flatten() {
+            if let Some(g) = v.as_f64() {
+                println!("  {k:<26} {g:.2} GiB");
+            }
+        }
+        for h in &d.hints {
+            println!("hint: {h:?}");
+        }
+    }
+    Ok(())
+}
+
+fn cmd_import(json: bool) -> Result<(), String> {
+    let r = crate::doctor::import_setup(&read_input(None)?, &Form::default())
+        .map_err(|e| e.to_string())?;
+    if json {
+        let out = serde_json::json!({ "format": r.format, "form": r.form, "used": r.used, "ignored": r.ignored });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
+        );
+    } else {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&r.form).map_err(|e| e.to_string())?
+        );
+        println!(
+            "format: {}\nused: {}\nignored: {}",
+            r.format,
+            r.used.join(", "),
+            r.ignored.join(", ")
+        );
+    }
     Ok(())
 }
 

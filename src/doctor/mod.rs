@@ -3,3 +3,6 @@
 pub mod diagnose;
 
 pub use diagnose::{diagnose, Diagnosis, Hint, Kind, Numbers, Source};
+pub mod setup_import;
+
+pub use setup_import::{import_setup, SetupError, SetupImport};
