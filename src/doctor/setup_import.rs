@@ -405,14 +405,10 @@ fn apply(f: &mut Form, key: &str, v: &str) -> bool {
             "freeze" => f.mode = Mode::Freeze,
             _ => return false,
         },
-        "load_in_4bit" | "quantization_bit" => {
-            if truthy(v) || v == "4" {
-                f.mode = Mode::Qlora;
-                if !f.weights.is_bnb_4bit() {
-                    f.weights = WeightFormat::Nf4;
-                }
-            } else {
-                return false;
+        "load_in_4bit" | "quantization_bit" if truthy(v) || v == "4" => {
+            f.mode = Mode::Qlora;
+            if !f.weights.is_bnb_4bit() {
+                f.weights = WeightFormat::Nf4;
             }
         }
         "use_bnb_nested_quant" | "bnb_4bit_use_double_quant" | "double_quantization" => {
@@ -489,14 +485,10 @@ fn apply(f: &mut Form, key: &str, v: &str) -> bool {
                 f.offload = Offload::ParamOptimizer
             }
         }
-        "fsdp" => {
-            if v.contains("full_shard") {
-                f.parallelism = Parallelism::Zero3;
-                if v.contains("offload") {
-                    f.offload = Offload::ParamOptimizer;
-                }
-            } else {
-                return false;
+        "fsdp" if v.contains("full_shard") => {
+            f.parallelism = Parallelism::Zero3;
+            if v.contains("offload") {
+                f.offload = Offload::ParamOptimizer;
             }
         }
         _ => return false,
