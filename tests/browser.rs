@@ -215,3 +215,41 @@ async fn clicking_a_remedy_applies_it() {
         "applying {label} changed nothing"
     );
 }
+
+#[wasm_bindgen_test]
+async fn the_doctor_reads_a_pasted_oom() {
+    let root = mount("", Lang::En);
+    yew::scheduler::flush().await;
+    set_textarea(
+        &root,
+        "#doctor-text",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 1.66 GiB is free.",
+    );
+    yew::scheduler::flush().await;
+    assert_eq!(text(&root, "#diagnosis-kind"), "GPU memory ran out");
+    assert!(text(&root, "#diagnosis").contains("23.65 GiB"));
+    set_textarea(
+        &root,
+        "#doctor-text",
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+    );
+    yew::scheduler::flush().await;
+    assert_eq!(text(&root, "#diagnosis-kind"), "Not a memory problem");
+}
+
+#[wasm_bindgen_test]
+async fn pasting_a_training_command_fills_the_form() {
+    let root = mount("", Lang::En);
+    yew::scheduler::flush().await;
+    set_textarea(
+        &root,
+        "#import-text",
+        "python train.py --per_device_train_batch_size 2 --max_seq_length 1024 --wandb_project x",
+    );
+    yew::scheduler::flush().await;
+    let batch: web_sys::HtmlInputElement = find(&root, "#batch");
+    assert_eq!(batch.value(), "2");
+    let seq: web_sys::HtmlInputElement = find(&root, "#seq");
+    assert_eq!(seq.value(), "1024");
+    assert!(text(&root, "#import-status").contains("wandb_project"));
+}

@@ -1,6 +1,7 @@
 //! The root component: holds the form, recomputes the estimate on every change, writes the URL back.
 
 use super::advice_panel::AdvicePanel;
+use super::doctor_panel::DoctorPanel;
 use super::i18n::Lang;
 use super::inputs::Inputs;
 use super::results::Results;
@@ -106,6 +107,7 @@ pub fn App(props: &AppProps) -> Html {
                 <div class="output">
                     <Results lang={*lang} estimate={advice.estimate.clone()} verdict={advice.verdict.clone()} gpu_name={AttrValue::from(form.gpu_name())} />
                     <AdvicePanel lang={*lang} form={(*form).clone()} advice={advice.clone()} on_apply={on_change.clone()} />
+                    <DoctorPanel lang={*lang} gpu_usable_gib={form.gpu_usable_gib()} />
                 </div>
             </main>
         </div>

@@ -197,6 +197,11 @@ pub struct Text {
     pub rec_fits: &'static str,
     pub rec_try: &'static str,
     pub copy: &'static str,
+    pub setup_imported: &'static str,
+    pub setup_ignored: &'static str,
+    pub doctor_title: &'static str,
+    pub doctor_help: &'static str,
+    pub doctor_evidence: &'static str,
 }
 
 /// A GPU component's label.
@@ -371,8 +376,8 @@ pub static EN: Text = Text {
     vocab: "Vocabulary",
     tied: "Tied embeddings",
     arch_tip: "Typed or imported shape; parameters are computed from it.",
-    import_title: "Import config.json / adapter_config.json",
-    import_help: "Paste a Hugging Face config.json or a PEFT adapter_config.json, drop the file here, or choose it.",
+    import_title: "Import: config.json, adapter_config.json, a training command or config",
+    import_help: "Paste a Hugging Face config.json, a PEFT adapter_config.json, a training command line (--flags), a LLaMA-Factory/axolotl YAML or a DeepSpeed JSON; or drop or choose the file.",
     choose_file: "Choose file",
     imported_model: "Imported model: {name}, {params} B parameters.",
     imported_adapter: "Imported LoRA settings: rank {rank}, modules {targets}.",
@@ -412,6 +417,11 @@ pub static EN: Text = Text {
     rec_fits: "It fits with {gap} to spare.",
     rec_try: "Try: {change} ({details}).",
     copy: "Copy",
+    setup_imported: "Imported ({format}): set {used}.",
+    setup_ignored: "Ignored: {keys}.",
+    doctor_title: "OOM doctor: paste an error",
+    doctor_help: "Paste the traceback or log (the last lines matter most). Nothing leaves your browser.",
+    doctor_evidence: "Evidence",
 };
 
 pub static ZH: Text = Text {
@@ -533,8 +543,8 @@ pub static ZH: Text = Text {
     vocab: "词表大小",
     tied: "共享输入输出嵌入",
     arch_tip: "手动输入或导入的结构；参数量由它计算。",
-    import_title: "导入 config.json / adapter_config.json",
-    import_help: "粘贴 Hugging Face 的 config.json 或 PEFT 的 adapter_config.json，或把文件拖到这里，或选择文件。",
+    import_title: "导入：config.json、adapter_config.json、训练命令或配置",
+    import_help: "粘贴 Hugging Face 的 config.json、PEFT 的 adapter_config.json、训练命令行（--参数）、LLaMA-Factory/axolotl 的 YAML 或 DeepSpeed JSON；也可拖入或选择文件。",
     choose_file: "选择文件",
     imported_model: "已导入模型：{name}，{params} B 参数。",
     imported_adapter: "已导入 LoRA 设置：秩 {rank}，模块 {targets}。",
@@ -574,6 +584,11 @@ pub static ZH: Text = Text {
     rec_fits: "可以放下，余量 {gap}。",
     rec_try: "试试：{change}（{details}）。",
     copy: "复制",
+    setup_imported: "已导入（{format}）：设置了 {used}。",
+    setup_ignored: "已忽略：{keys}。",
+    doctor_title: "OOM 诊断：粘贴报错信息",
+    doctor_help: "粘贴报错堆栈或日志（最后几行最重要）。内容不会离开你的浏览器。",
+    doctor_evidence: "依据",
 };
 
 /// A remedy's change in words, with the new value where it helps ("Micro-batch 2, accumulation 8").
@@ -651,5 +666,87 @@ pub fn caveat(lang: Lang, c: crate::advice::remedies::Caveat) -> &'static str {
         (Lang::Zh, EightBit) => "8 位状态：通常无损",
         (Lang::Zh, Purchase) => "需要新硬件",
         (Lang::Zh, LessConcurrency) => "同时服务的请求更少",
+    }
+}
+
+/// The doctor's headline for a kind.
+pub fn doctor_kind(lang: Lang, k: crate::doctor::Kind) -> &'static str {
+    use crate::doctor::Kind::*;
+    match (lang, k) {
+        (Lang::En, Gpu) => "GPU memory ran out",
+        (Lang::En, Host) => "System RAM ran out",
+        (Lang::En, Disk) => "The disk is full",
+        (Lang::En, NotMemory) => "Not a memory problem",
+        (Lang::En, Unrecognised) => "Not recognised",
+        (Lang::Zh, Gpu) => "显存不足",
+        (Lang::Zh, Host) => "系统内存不足",
+        (Lang::Zh, Disk) => "磁盘已满",
+        (Lang::Zh, NotMemory) => "不是内存问题",
+        (Lang::Zh, Unrecognised) => "无法识别",
+    }
+}
+
+/// Labels of the figures the doctor extracts, in the order shown.
+pub fn doctor_numbers(lang: Lang) -> [&'static str; 7] {
+    match lang {
+        Lang::En => [
+            "Tried to allocate",
+            "Total capacity",
+            "Free",
+            "Allocated by PyTorch",
+            "Reserved by PyTorch",
+            "Reserved but unallocated",
+            "In use by this process",
+        ],
+        Lang::Zh => [
+            "尝试分配",
+            "总容量",
+            "空闲",
+            "PyTorch 已分配",
+            "PyTorch 已预留",
+            "已预留但未分配",
+            "本进程占用",
+        ],
+    }
+}
+
+/// A doctor hint in words.
+pub fn doctor_hint(lang: Lang, h: crate::doctor::Hint) -> &'static str {
+    use crate::doctor::Hint::*;
+    match (lang, h) {
+        (Lang::En, Fragmentation) => "Much memory is cached but unusable (fragmentation): set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.",
+        (Lang::En, OtherProcess) => "More memory is in use than this process accounts for: another process (or notebook) holds GPU memory — check nvidia-smi.",
+        (Lang::En, CapacityMismatch) => "The reported capacity differs from the GPU chosen above: pick the right GPU, or another process/MIG slice limits it.",
+        (Lang::En, HugeAllocation) => "One allocation is a large share of the GPU: usually logits or eager attention scores — try a fused loss, FlashAttention or a shorter sequence.",
+        (Lang::En, ReduceMemory) => "Fill in the form above with this job: the advisor ranks what to change (micro-batch, checkpointing, QLoRA, …).",
+        (Lang::En, VllmKvCache) => "vLLM could not fit the KV cache: lower max_model_len, raise gpu_memory_utilization, or use an fp8 KV cache.",
+        (Lang::En, LlamaCppLayers) => "llama.cpp could not allocate: offload fewer layers (-ngl), use a smaller context (-c) or a smaller quantization.",
+        (Lang::En, MpsWatermark) => "macOS caps what PyTorch may take (the MPS high watermark); reduce the batch or free unified memory.",
+        (Lang::En, HostMemory) => "Host RAM ran out: fewer DataLoader workers, a streaming or memory-mapped dataset, less CPU offload, or more RAM.",
+        (Lang::En, DiskSpace) => "Free disk space where checkpoints and the Hugging Face cache go (save_total_limit, HF_HOME).",
+        (Lang::En, IndexOutOfRange) => "A device-side assert is usually an index out of range (a label ≥ num_labels, a token id ≥ vocab size); rerun with CUDA_LAUNCH_BLOCKING=1.",
+        (Lang::En, KernelFault) => "An illegal memory access is a kernel bug or a broken install, not a lack of memory; rerun with CUDA_LAUNCH_BLOCKING=1.",
+        (Lang::En, Communication) => "NCCL failed between processes: check networking (NCCL_SOCKET_IFNAME), drivers, and run with NCCL_DEBUG=INFO.",
+        (Lang::En, DeviceMismatch) => "Tensors are on different devices: move the model and its inputs to the same device.",
+        (Lang::En, WrongBuild) => "The installed PyTorch or extension has no kernels for this GPU's architecture: install a build that supports it.",
+        (Lang::En, Redownload) => "The checkpoint file is truncated or corrupt: download it again.",
+        (Lang::En, PasteMore) => "Paste the whole traceback, including its last line (the error type and message).",
+        (Lang::Zh, Fragmentation) => "大量显存被缓存却无法使用（碎片化）：设置 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True。",
+        (Lang::Zh, OtherProcess) => "显存占用超过本进程所用：有其他进程（或笔记本）占着显存，用 nvidia-smi 查看。",
+        (Lang::Zh, CapacityMismatch) => "报错中的总容量与上面选择的 GPU 不符：选对 GPU，或是其他进程 / MIG 切片限制了它。",
+        (Lang::Zh, HugeAllocation) => "单次分配占了 GPU 的很大一部分：通常是 logits 或 eager 注意力分数——试试融合损失、FlashAttention 或更短的序列。",
+        (Lang::Zh, ReduceMemory) => "在上面的表单里填入这个任务：顾问会给出改动的排序（微批、检查点、QLoRA……）。",
+        (Lang::Zh, VllmKvCache) => "vLLM 放不下 KV 缓存：降低 max_model_len、提高 gpu_memory_utilization，或使用 fp8 KV 缓存。",
+        (Lang::Zh, LlamaCppLayers) => "llama.cpp 分配失败：少卸载几层到 GPU（-ngl）、用更小的上下文（-c）或更小的量化。",
+        (Lang::Zh, MpsWatermark) => "macOS 限制了 PyTorch 可用的内存（MPS 高水位）；减小批次或释放统一内存。",
+        (Lang::Zh, HostMemory) => "系统内存不足：减少 DataLoader worker、使用流式或内存映射数据集、减少 CPU 卸载，或加内存。",
+        (Lang::Zh, DiskSpace) => "清理检查点和 Hugging Face 缓存所在磁盘（save_total_limit、HF_HOME）。",
+        (Lang::Zh, IndexOutOfRange) => "device-side assert 通常是索引越界（标签 ≥ 类别数，token id ≥ 词表大小）；用 CUDA_LAUNCH_BLOCKING=1 重跑。",
+        (Lang::Zh, KernelFault) => "非法内存访问是内核缺陷或安装损坏，不是内存不够；用 CUDA_LAUNCH_BLOCKING=1 重跑。",
+        (Lang::Zh, Communication) => "进程间 NCCL 通信失败：检查网络（NCCL_SOCKET_IFNAME）和驱动，并设置 NCCL_DEBUG=INFO。",
+        (Lang::Zh, DeviceMismatch) => "张量在不同设备上：把模型和输入放到同一设备。",
+        (Lang::Zh, WrongBuild) => "安装的 PyTorch 或扩展没有此 GPU 架构的内核：安装支持它的版本。",
+        (Lang::Zh, Redownload) => "检查点文件被截断或损坏：重新下载。",
+        (Lang::Zh, PasteMore) => "请粘贴完整的报错堆栈，包括最后一行（错误类型和信息）。",
     }
 }

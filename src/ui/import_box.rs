@@ -1,7 +1,9 @@
 //! Paste, drop or pick a `config.json` / `adapter_config.json`; emits what was understood, or says why not.
 
 use super::i18n::Lang;
-use crate::catalog::import::{parse_any_text, ImportedFile};
+use crate::catalog::import::{parse_any_text, ImportError, ImportedFile};
+use crate::doctor::import_setup;
+use crate::form::Form;
 use crate::web;
 use yew::prelude::*;
 
@@ -9,8 +11,10 @@ use yew::prelude::*;
 #[derive(Properties, PartialEq)]
 pub struct ImportBoxProps {
     pub lang: Lang,
-    /// Called with a successfully parsed file; the form is only changed through this.
-    pub on_import: Callback<ImportedFile>,
+    /// The current form, which an import changes.
+    pub form: Form,
+    /// Called with the changed form after a successful import; a failed one changes nothing.
+    pub on_import: Callback<Form>,
 }
 
 /// The outcome shown under the box.
@@ -32,6 +36,7 @@ pub fn ImportBox(props: &ImportBoxProps) -> Html {
     let handle = {
         let status = status.clone();
         let on_import = props.on_import.clone();
+        let form = props.form.clone();
         let lang = props.lang;
         Callback::from(move |text: Result<String, String>| {
             let t = lang.t();
@@ -46,14 +51,46 @@ pub fn ImportBox(props: &ImportBoxProps) -> Html {
                     return;
                 }
             };
-            match parse_any_text(&text) {
-                Ok(file) => {
-                    status.set(Status::Done(describe(lang, &file)));
-                    on_import.emit(file);
+            // A model or adapter config first; otherwise a training setup (command line, YAML, DeepSpeed).
+            let config = parse_any_text(&text);
+            if let Ok(file) = config {
+                status.set(Status::Done(describe(lang, &file)));
+                let mut next = form.clone();
+                super::inputs::apply_import(&mut next, file);
+                on_import.emit(next);
+                return;
+            }
+            match import_setup(&text, &form) {
+                Ok(setup) => {
+                    let mut msg = t
+                        .setup_imported
+                        .replace("{format}", setup.format)
+                        .replace("{used}", &setup.used.join(", "));
+                    if !setup.ignored.is_empty() {
+                        msg.push(' ');
+                        msg.push_str(&t.setup_ignored.replace("{keys}", &setup.ignored.join(", ")));
+                    }
+                    status.set(Status::Done(msg));
+                    on_import.emit(setup.form);
                 }
-                Err(e) => status.set(Status::Failed(
-                    t.import_error.replace("{error}", &e.to_string()),
-                )),
+                Err(setup_err) => {
+                    // Say what was wrong with the kind of text it most looks like.
+                    let looks_like_model = text.contains("hidden_size")
+                        || text.contains("n_embd")
+                        || text.contains("num_hidden_layers");
+                    let reason = match config {
+                        Err(
+                            e @ (ImportError::Missing(_)
+                            | ImportError::Invalid { .. }
+                            | ImportError::TooLarge(_)),
+                        ) if looks_like_model => e.to_string(),
+                        Err(ImportError::NotJson(e)) if text.trim_start().starts_with('{') => {
+                            format!("not valid JSON: {e}")
+                        }
+                        _ => setup_err.to_string(),
+                    };
+                    status.set(Status::Failed(t.import_error.replace("{error}", &reason)));
+                }
             }
         })
     };

@@ -63,7 +63,7 @@ fn enum_setter<T: serde::de::DeserializeOwned + 'static>(
 }
 
 /// Applies an imported config or adapter to the form.
-fn apply_import(form: &mut Form, file: ImportedFile) {
+pub fn apply_import(form: &mut Form, file: ImportedFile) {
     match file {
         ImportedFile::Model(m) => {
             form.model = CUSTOM.into();
@@ -99,7 +99,7 @@ pub fn Inputs(props: &InputsProps) -> Html {
             filter.set(input.value());
         })
     };
-    let on_import = setter(props, apply_import);
+    let on_import = props.on_change.clone();
     let training = form.mode != Mode::Inference;
     let lora = matches!(form.mode, Mode::Lora | Mode::Qlora);
 
@@ -114,7 +114,7 @@ pub fn Inputs(props: &InputsProps) -> Html {
                 <SelectField id="model" label={t.model} tip={t.model_tip} options={model_options(t, form, &filter)}
                     value={AttrValue::from(form.model.clone())} on_change={setter(props, |f, v| f.model = v)} />
                 if form.model == CUSTOM { { arch_editor(props) } }
-                <ImportBox lang={props.lang} {on_import} />
+                <ImportBox lang={props.lang} form={form.clone()} {on_import} />
                 <SelectField id="gpu" label={t.gpu} tip={t.gpu_tip} options={gpu_options(t)}
                     value={AttrValue::from(form.gpu.clone())} on_change={setter(props, |f, v| f.gpu = v)} />
                 { gpu_hint(props) }

@@ -2,6 +2,7 @@
 
 mod advice_panel;
 mod app;
+mod doctor_panel;
 mod fields;
 pub mod i18n;
 mod import_box;

@@ -1,0 +1,53 @@
+//! The OOM doctor on the page: paste a log, get what ran out, the figures it states, and what to do.
+
+use super::i18n::{doctor_hint, doctor_kind, doctor_numbers, Lang};
+use crate::doctor::{diagnose, Kind};
+use yew::prelude::*;
+
+/// Props of [`DoctorPanel`].
+#[derive(Properties, PartialEq)]
+pub struct DoctorPanelProps {
+    pub lang: Lang,
+    /// Usable memory of the GPU chosen in the form, GiB, to compare with the reported capacity.
+    pub gpu_usable_gib: f64,
+}
+
+/// Paste box and diagnosis.
+#[component]
+pub fn DoctorPanel(props: &DoctorPanelProps) -> Html {
+    let text = use_state(String::new);
+    let lang = props.lang;
+    let t = lang.t();
+    let oninput = {
+        let text = text.clone();
+        Callback::from(move |e: InputEvent| {
+            let area: web_sys::HtmlTextAreaElement = e.target_unchecked_into();
+            text.set(area.value());
+        })
+    };
+    let diagnosis = (!text.trim().is_empty()).then(|| diagnose(&text, Some(props.gpu_usable_gib)));
+    html! {
+        <details class="doctor" id="doctor">
+            <summary>{ t.doctor_title }</summary>
+            <label for="doctor-text" class="hint">{ t.doctor_help }</label>
+            <textarea id="doctor-text" rows="5" spellcheck="false" placeholder="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate …" {oninput} />
+            if let Some(d) = diagnosis {
+                <div class={classes!("diagnosis", match d.kind { Kind::Gpu | Kind::Host | Kind::Disk => "short", _ => "other" })} id="diagnosis">
+                    <strong id="diagnosis-kind">{ doctor_kind(lang, d.kind) }</strong>
+                    if !d.evidence.is_empty() {
+                        <p class="evidence"><span class="hint">{ t.doctor_evidence }{ ": " }</span><code>{ &d.evidence }</code></p>
+                    }
+                    <dl class="solvers">
+                        { for doctor_numbers(lang).iter().zip([
+                            d.numbers.tried_gib, d.numbers.total_gib, d.numbers.free_gib, d.numbers.allocated_gib,
+                            d.numbers.reserved_gib, d.numbers.reserved_unallocated_gib, d.numbers.process_in_use_gib,
+                        ]).filter_map(|(label, v)| v.map(|v| html! {
+                            <><dt>{ *label }</dt><dd>{ format!("{v:.2} GiB") }</dd></>
+                        })) }
+                    </dl>
+                    <ul class="hints">{ for d.hints.iter().map(|h| html! { <li>{ doctor_hint(lang, *h) }</li> }) }</ul>
+                </div>
+            }
+        </details>
+    }
+}
