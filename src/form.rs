@@ -101,7 +101,7 @@ impl Form {
         };
         self.stack.apply_defaults(&mut job);
         job.mode = self.mode;
-        job.weights = if self.mode == Mode::Qlora && !self.weights.is_bnb_4bit() {
+        job.weights = if self.mode == Mode::Qlora && !self.weights.is_quantized() {
             WeightFormat::Nf4
         } else {
             self.weights

@@ -159,7 +159,8 @@ pub struct ParamCounts {
     pub per_layer: f64,
     /// Parameters a token actually passes through (MoE: active experts only).
     pub active: f64,
-    /// Largest single linear layer (weights), which bounds quantized-matmul and ZeRO-3 gather buffers.
+    /// Largest single linear layer inside the decoder (weights): what a quantized matmul dequantizes at
+    /// once. The LM head is left out: quantizers keep it in 16-bit.
     pub largest_linear: f64,
 }
 
@@ -306,7 +307,7 @@ impl Architecture {
         let non_linear = embedding + lm_head + small;
         let total = linear + non_linear;
         let active = attn * layers + mlp_active_all + non_linear;
-        let largest_linear = largest_attn.max(largest_mlp).max(lm_head);
+        let largest_linear = largest_attn.max(largest_mlp);
         ParamCounts {
             total,
             linear,

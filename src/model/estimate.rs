@@ -100,8 +100,8 @@ pub enum HostComponent {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Warning {
-    /// QLoRA needs a 4-bit bitsandbytes base; the format was taken as NF4.
-    QloraNeedsNf4,
+    /// QLoRA needs a quantized base (bitsandbytes NF4/FP4/int8, GPTQ, AWQ); a 16-bit format was taken as NF4.
+    QloraNeedsQuantizedBase,
     /// ZeRO/FSDP with one GPU shards nothing.
     ShardingNeedsGpus,
     /// Parameter offload needs ZeRO-3.
@@ -266,8 +266,8 @@ fn degree(job: &Job) -> f64 {
 pub fn estimate(job: &Job) -> Estimate {
     let mut warnings = Vec::new();
     let mut job = job.clone();
-    if job.mode == Mode::Qlora && !job.weights.is_bnb_4bit() {
-        warnings.push(Warning::QloraNeedsNf4);
+    if job.mode == Mode::Qlora && !job.weights.is_quantized() {
+        warnings.push(Warning::QloraNeedsQuantizedBase);
         job.weights = WeightFormat::Nf4;
     }
     if job.micro_batch == 0 || job.seq_len == 0 || job.gpus == 0 {
