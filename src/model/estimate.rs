@@ -512,8 +512,10 @@ pub fn estimate(job: &Job) -> Estimate {
             } else {
                 1.0
             };
-        // Prefill working set of one layer over the prompt: the residual, q/k/v/output and, in the MLP,
-        // gate, up, activation and product (4·i); eager attention adds the fp32 and 16-bit score matrices.
+        // Prefill working set of one layer over the prompt: the residual, q/k/v/output and, in the MLP, the
+        // activation, up projection and their product alive together (3·i: without autograd the gate output
+        // is freed as soon as the activation consumes it, HF `LlamaMLP.forward`); eager attention adds the
+        // fp32 and 16-bit score matrices.
         let h = f64::from(arch.hidden);
         let i = match arch.moe {
             Some(m) => f64::from(m.expert_intermediate) * f64::from(m.active.max(1)),
@@ -521,7 +523,7 @@ pub fn estimate(job: &Job) -> Estimate {
         };
         let t = batch * prompt;
         let attn_work = ab * t * (2.0 * h + arch.q_width() + 2.0 * arch.q_width());
-        let mlp_work = ab * t * (2.0 * h + 4.0 * i);
+        let mlp_work = ab * t * (2.0 * h + 3.0 * i);
         let scores_work = if job.attention == super::job::AttentionImpl::Eager {
             (4.0 + ab) * f64::from(arch.heads) * prompt * prompt * batch
         } else {
