@@ -288,6 +288,7 @@ fn cmd_advise(args: &[&str], json: bool) -> Result<(), String> {
             "remedies": advice.remedies,
             "combinations": advice.combinations,
             "solutions": advice.solutions,
+            "hardware_warnings": advice.hardware,
         });
         println!(
             "{}",

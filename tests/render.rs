@@ -60,3 +60,11 @@ async fn advice_says_which_limit_and_what_to_change() {
     let zh = render("mode=full&gpu=rtx-4090", Lang::Zh).await;
     assert!(zh.contains("不用加内存"));
 }
+
+#[tokio::test]
+async fn warnings_for_what_the_gpu_cannot_do() {
+    let html = render("gpu=t4&attn=flash2", Lang::En).await;
+    assert!(html.contains("id=\"warnings\""), "{html}");
+    assert!(html.contains("FlashAttention-2 needs an Ampere"));
+    assert!(html.contains("no bf16 support"));
+}

@@ -89,6 +89,41 @@ pub fn verdict(est: &Estimate, vram_have: f64, ram_have: f64) -> Verdict {
     }
 }
 
+/// A setting the chosen GPU cannot run as given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HardwareWarning {
+    /// FlashAttention-2 needs Ampere or newer (Dao-AILab/flash-attention README; ROCm: MI200/MI300).
+    FlashAttentionUnsupported,
+    /// bf16 needs Ampere or newer on NVIDIA (T4 and V100 have no bf16 tensor cores): use fp16.
+    Bf16Unsupported,
+    /// fp8 weights or KV cache need Ada/Hopper or newer.
+    Fp8Unsupported,
+}
+
+/// What the chosen catalog GPU cannot do of what the form asks (nothing for a custom GPU).
+pub fn hardware_warnings(form: &Form) -> Vec<HardwareWarning> {
+    use crate::model::{AttentionImpl, KvDtype, Mode, WeightFormat};
+    let Some(gpu) = crate::catalog::gpu(&form.gpu) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if form.attention == AttentionImpl::Flash2 && !gpu.flash_attention2_support {
+        out.push(HardwareWarning::FlashAttentionUnsupported);
+    }
+    let wants_bf16 = form.weights == WeightFormat::Bf16
+        || (form.mode != Mode::Inference && form.weights.is_quantized());
+    if wants_bf16 && !gpu.bf16_support {
+        out.push(HardwareWarning::Bf16Unsupported);
+    }
+    let wants_fp8 = form.weights == WeightFormat::Fp8
+        || (form.mode == Mode::Inference && form.kv_dtype == KvDtype::Fp8);
+    if wants_fp8 && !gpu.fp8_support {
+        out.push(HardwareWarning::Fp8Unsupported);
+    }
+    out
+}
+
 /// Everything the advisor says about one setup.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Advice {
@@ -101,6 +136,8 @@ pub struct Advice {
     /// The cheapest pairs of changes that fit (only computed when no single change fits).
     pub combinations: Vec<Remedy>,
     pub solutions: Solutions,
+    /// What the chosen GPU cannot run as set.
+    pub hardware: Vec<HardwareWarning>,
 }
 
 impl Advice {
@@ -131,6 +168,7 @@ pub fn advise(form: &Form) -> Advice {
         remedies::best_combinations(form, 3)
     };
     Advice {
+        hardware: hardware_warnings(form),
         solutions: solve::solve(form),
         estimate,
         verdict,
@@ -145,6 +183,26 @@ mod tests {
     use super::*;
     use crate::bytes::GIB;
     use crate::model::{estimate, Job};
+
+    #[test]
+    fn hardware_warnings_follow_the_gpu() {
+        use crate::model::AttentionImpl;
+        let t4 = Form {
+            gpu: "t4".into(),
+            attention: AttentionImpl::Flash2,
+            ..Form::default()
+        };
+        let w = hardware_warnings(&t4);
+        assert!(
+            w.contains(&HardwareWarning::FlashAttentionUnsupported)
+                && w.contains(&HardwareWarning::Bf16Unsupported)
+        );
+        assert!(hardware_warnings(&Form {
+            gpu: "a100-80gb".into(),
+            ..t4
+        })
+        .is_empty());
+    }
 
     #[test]
     fn verdict_thresholds() {

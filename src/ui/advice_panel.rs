@@ -123,6 +123,12 @@ pub fn AdvicePanel(props: &AdvicePanelProps) -> Html {
         <section class="advice" id="advice">
             <h3>{ t.group_advice }</h3>
             <p class="recommendation" id="recommendation">{ recommendation(lang, a) }</p>
+            if !a.hardware.is_empty() || !a.estimate.warnings.is_empty() {
+                <ul class="warnings" id="warnings">
+                    { for a.hardware.iter().map(|w| html! { <li>{ super::i18n::hardware_warning(lang, *w) }</li> }) }
+                    { for a.estimate.warnings.iter().map(|w| html! { <li>{ super::i18n::model_warning(lang, *w) }</li> }) }
+                </ul>
+            }
             if let Some(sp) = a.speed {
                 <p class="hint" id="speed">{ format!("{}: {:.1} {} · {:.0} {}", t.speed, sp.seconds, if training { t.per_step } else { "s/token" }, sp.tokens_per_s, t.tokens_per_s) }</p>
             }

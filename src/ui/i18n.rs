@@ -750,3 +750,39 @@ pub fn doctor_hint(lang: Lang, h: crate::doctor::Hint) -> &'static str {
         (Lang::Zh, PasteMore) => "请粘贴完整的报错堆栈，包括最后一行（错误类型和信息）。",
     }
 }
+
+/// A model warning in words.
+pub fn model_warning(lang: Lang, w: crate::model::Warning) -> &'static str {
+    use crate::model::Warning::*;
+    match (lang, w) {
+        (Lang::En, QloraNeedsQuantizedBase) => {
+            "QLoRA needs a quantized base: the weights were taken as NF4."
+        }
+        (Lang::En, ShardingNeedsGpus) => {
+            "ZeRO/FSDP on one GPU shards nothing: add GPUs or CPU offload."
+        }
+        (Lang::En, ParamOffloadNeedsZero3) => "Parameter offload needs ZeRO-3.",
+        (Lang::En, QuantizedFullTraining) => {
+            "Quantized weights cannot be fully fine-tuned: use LoRA/QLoRA, or a 16-bit format."
+        }
+        (Lang::En, ZeroSize) => "A size of zero was treated as one.",
+        (Lang::Zh, QloraNeedsQuantizedBase) => "QLoRA 需要量化的基础权重：已按 NF4 计算。",
+        (Lang::Zh, ShardingNeedsGpus) => "单卡上的 ZeRO/FSDP 无从切分：增加 GPU 或使用 CPU 卸载。",
+        (Lang::Zh, ParamOffloadNeedsZero3) => "参数卸载需要 ZeRO-3。",
+        (Lang::Zh, QuantizedFullTraining) => "量化权重不能全参微调：请用 LoRA/QLoRA 或 16 位格式。",
+        (Lang::Zh, ZeroSize) => "大小为 0 的输入按 1 计算。",
+    }
+}
+
+/// A hardware warning in words.
+pub fn hardware_warning(lang: Lang, w: crate::advice::HardwareWarning) -> &'static str {
+    use crate::advice::HardwareWarning::*;
+    match (lang, w) {
+        (Lang::En, FlashAttentionUnsupported) => "FlashAttention-2 needs an Ampere or newer GPU: this one would fall back to SDPA or eager attention.",
+        (Lang::En, Bf16Unsupported) => "This GPU has no bf16 support: train in fp16 (weight format fp16) instead.",
+        (Lang::En, Fp8Unsupported) => "fp8 needs an Ada, Hopper or newer GPU.",
+        (Lang::Zh, FlashAttentionUnsupported) => "FlashAttention-2 需要 Ampere 或更新的 GPU：这块卡会退回 SDPA 或 eager 注意力。",
+        (Lang::Zh, Bf16Unsupported) => "这块 GPU 不支持 bf16：请改用 fp16（权重格式选 fp16）。",
+        (Lang::Zh, Fp8Unsupported) => "fp8 需要 Ada、Hopper 或更新的 GPU。",
+    }
+}

@@ -228,6 +228,7 @@ pub fn install_js_api() {
             let out = serde_json::json!({
                 "verdict": a.verdict, "speed": a.speed, "remedies": a.remedies,
                 "combinations": a.combinations, "solutions": a.solutions,
+            "hardware_warnings": a.hardware, "warnings": a.estimate.warnings,
             });
             out.serialize(&serde_wasm_bindgen::Serializer::json_compatible())
                 .map_err(|e| throw(e.to_string()))
