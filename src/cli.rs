@@ -393,7 +393,9 @@ fn cmd_import(json: bool) -> Result<(), String> {
     let r = crate::doctor::import_setup(&read_input(None)?, &Form::default())
         .map_err(|e| e.to_string())?;
     if json {
-        let out = serde_json::json!({ "format": r.format, "form": r.form, "used": r.used, "ignored": r.ignored });
+        let out = serde_json::json!({
+            "format": r.format, "form": r.form, "job": r.form.job(), "used": r.used, "ignored": r.ignored,
+        });
         println!(
             "{}",
             serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?

@@ -136,10 +136,17 @@ fn hand_derived_full_fine_tune_terms() {
         assert_eq!(e.gpu_bytes(Component::Gradients), 2.0 * n);
     }
     // 8-bit Adam: two uint8 moments plus an fp32 absmax per 2048-element block.
-    let e8 = estimate(&Job { optimizer: Optimizer::Adamw8bit, ..job.clone() });
+    let e8 = estimate(&Job {
+        optimizer: Optimizer::Adamw8bit,
+        ..job.clone()
+    });
     assert!((e8.gpu_bytes(Component::OptimizerStates) - (2.0 + 8.0 / 2048.0) * n).abs() < 1.0);
     // ZeRO-3 over 8 GPUs: weights and states divided by 8.
-    let z3 = estimate(&Job { gpus: 8, parallelism: Parallelism::Zero3, ..job.clone() });
+    let z3 = estimate(&Job {
+        gpus: 8,
+        parallelism: Parallelism::Zero3,
+        ..job.clone()
+    });
     assert_eq!(z3.gpu_bytes(Component::Weights), 2.0 * n / 8.0);
     assert_eq!(z3.gpu_bytes(Component::OptimizerStates), 8.0 * n / 8.0);
 }
@@ -147,14 +154,32 @@ fn hand_derived_full_fine_tune_terms() {
 #[test]
 fn hand_derived_logits_and_quantized_weights() {
     // Logits with an fp32-upcast loss: 14 B per token × vocab. 4 × 2048 tokens × 128,256 × 14 B.
-    let job = Job { loss: LossImpl::Fp32Logits, ..Job::default() };
+    let job = Job {
+        loss: LossImpl::Fp32Logits,
+        ..Job::default()
+    };
     let e = estimate(&job);
-    assert_eq!(e.gpu_bytes(Component::Logits), 14.0 * 4.0 * 2048.0 * 128_256.0);
+    assert_eq!(
+        e.gpu_bytes(Component::Logits),
+        14.0 * 4.0 * 2048.0 * 128_256.0
+    );
     // Fused linear + cross-entropy never materializes them.
-    assert_eq!(estimate(&Job { loss: LossImpl::Fused, ..job.clone() }).gpu_bytes(Component::Logits), 0.0);
+    assert_eq!(
+        estimate(&Job {
+            loss: LossImpl::Fused,
+            ..job.clone()
+        })
+        .gpu_bytes(Component::Logits),
+        0.0
+    );
     // NF4 QLoRA: decoder linears at 4.5 bits; embedding and LM head (2 × 128,256 × 4096) kept 16-bit,
     // upcast to fp32 by PEFT's prepare_model_for_kbit_training under the HF stack default.
-    let q = Job { mode: Mode::Qlora, weights: WeightFormat::Nf4, upcast_non_quantized: false, ..Job::default() };
+    let q = Job {
+        mode: Mode::Qlora,
+        weights: WeightFormat::Nf4,
+        upcast_non_quantized: false,
+        ..Job::default()
+    };
     let e = estimate(&q);
     let p = e.params;
     assert_eq!(e.gpu_bytes(Component::WeightsQuantized), p.linear * 0.5625);

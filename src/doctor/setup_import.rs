@@ -606,6 +606,11 @@ mod tests {
             import_setup("{ broken", &Form::default()),
             Err(SetupError::BadJson(_))
         ));
+        let huge = "--per_device_train_batch_size 2 ".repeat(400_000);
+        assert!(matches!(
+            import_setup(&huge, &Form::default()),
+            Err(SetupError::TooLarge(_))
+        ));
         let deep = "a:\n".to_string() + &" b:\n".repeat(50_000);
         assert!(import_setup(&deep, &Form::default()).is_err());
     }
