@@ -130,7 +130,13 @@ pub fn AdvicePanel(props: &AdvicePanelProps) -> Html {
                 </ul>
             }
             if let Some(sp) = a.speed {
-                <p class="hint" id="speed">{ format!("{}: {:.1} {} · {:.0} {}", t.speed, sp.seconds, if training { t.per_step } else { "s/token" }, sp.tokens_per_s, t.tokens_per_s) }</p>
+                <p class="hint" id="speed">{
+                    if training {
+                        format!("{}: {:.1} {} · {:.0} {}", t.speed, sp.seconds, t.per_step, sp.tokens_per_s, t.tokens_per_s)
+                    } else {
+                        format!("{}: {:.1} ms/token · {:.0} {}", t.speed, sp.seconds * 1e3, sp.tokens_per_s, t.tokens_per_s)
+                    }
+                }</p>
             }
             if !a.combinations.is_empty() {
                 <h4>{ t.combos_title }</h4>
