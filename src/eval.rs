@@ -5,8 +5,8 @@
 use crate::bytes::{GB, GIB};
 use crate::catalog::{self, import};
 use crate::model::{
-    estimate, AttentionImpl, Checkpointing, Job, KvDtype, Mode, Module, Offload, Optimizer,
-    Parallelism, Precision, Stack, WeightFormat,
+    estimate, AttentionImpl, Checkpointing, FrozenSharding, Job, KvDtype, Mode, Module, Offload,
+    Optimizer, Parallelism, Precision, Stack, WeightFormat,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -96,6 +96,42 @@ pub fn evaluate_jsonl(text: &str) -> Report {
     report
 }
 
+/// Whether a case ran under DeepSpeed: its notes name DeepSpeed (not as "no DeepSpeed") or a `ds_config`, or it used ZeRO stage 1
+/// or 2 (stages only DeepSpeed has; FSDP's full shard is recorded as stage 3).
+fn uses_deepspeed(case: &Value) -> bool {
+    let notes = s(case, "notes")
+        .unwrap_or("")
+        .to_ascii_lowercase()
+        .replace("no deepspeed", "")
+        .replace("without deepspeed", "");
+    notes.contains("deepspeed")
+        || notes.contains("ds_config")
+        || notes.contains("ds_z")
+        || matches!(u(case, "zero_stage"), Some(1 | 2))
+}
+
+/// Whether a case's notes name a PyTorch release of 2.1 or older ("PyTorch 2.1.0", "torch 2.0.1").
+fn torch_at_most_2_1(case: &Value) -> bool {
+    let notes = s(case, "notes").unwrap_or("").to_ascii_lowercase();
+    ["pytorch ", "torch "].iter().any(|key| {
+        notes.match_indices(key).any(|(at, _)| {
+            let mut parts = notes[at + key.len()..]
+                .split(|c: char| !c.is_ascii_digit())
+                .map(str::parse::<u32>);
+            matches!(
+                (parts.next(), parts.next()),
+                (Some(Ok(major)), Some(Ok(minor))) if major < 2 || (major == 2 && minor <= 1)
+            )
+        })
+    })
+}
+
+/// Whether a case's notes say its GPUs split the model layer-wise (`device_map` model parallelism).
+fn notes_say_model_parallel(case: &Value) -> bool {
+    let notes = s(case, "notes").unwrap_or("").to_ascii_lowercase();
+    notes.contains("device_map model parallel") || notes.contains("device_map model-parallel")
+}
+
 fn s<'a>(case: &'a Value, key: &str) -> Option<&'a str> {
     case.get(key).and_then(Value::as_str)
 }
@@ -152,6 +188,12 @@ pub fn job_from_case(case: &Value) -> Result<Job, String> {
         Some("mixed-bf16" | "mixed-fp16") => Precision::Mixed,
         _ => Precision::Pure16,
     };
+    // DeepSpeed's ZeRO optimizers always step fp32 partitions of the weights, even with `bf16.enabled`
+    // (`deepspeed/runtime/zero/stage_1_and_2.py` `single_partition_of_fp32_groups`, `stage3.py`
+    // `fp32_partitioned_groups_flat`): a DeepSpeed run is mixed precision whatever the model was loaded in.
+    if job.precision == Precision::Pure16 && uses_deepspeed(case) {
+        job.precision = Precision::Mixed;
+    }
     job.weights = match s(case, "quant") {
         None | Some("none") => match s(case, "precision") {
             Some("fp32") => WeightFormat::Fp32,
@@ -232,6 +274,9 @@ pub fn job_from_case(case: &Value) -> Result<Job, String> {
             _ => Parallelism::Zero3,
         },
         Some("pipeline") => Parallelism::Pipeline,
+        // Some records say `ddp` in the field while their own notes say the GPUs split the model
+        // ("device_map model parallel (not DDP)"); the notes describe the run, so they win.
+        _ if notes_say_model_parallel(case) => Parallelism::Pipeline,
         Some("tensor") => Parallelism::Tensor,
         _ => Parallelism::Ddp,
     };
@@ -239,6 +284,9 @@ pub fn job_from_case(case: &Value) -> Result<Job, String> {
         if matches!(job.parallelism, Parallelism::Pipeline | Parallelism::Tensor) {
             job.gpus = d.max(1);
         }
+    }
+    if job.frozen_sharding == FrozenSharding::SharedFlat && torch_at_most_2_1(case) {
+        job.frozen_sharding = FrozenSharding::SharedFlatNoReshard;
     }
     job.offload = match s(case, "offload") {
         Some("optimizer") => Offload::Optimizer,
@@ -351,6 +399,59 @@ mod tests {
         assert_eq!(st.median_abs_pct, 5.0);
         assert_eq!(st.p90_abs_pct, 9.0);
         assert_eq!(stats(&[]).median_abs_pct, 0.0);
+    }
+
+    #[test]
+    fn run_details_read_from_notes() {
+        let with = |notes: &str, extra: Value| {
+            let mut case = serde_json::json!({ "notes": notes });
+            if let (Some(c), Some(e)) = (case.as_object_mut(), extra.as_object()) {
+                c.extend(e.clone());
+            }
+            case
+        };
+        let none = Value::Null;
+        assert!(uses_deepspeed(&with(
+            "finetune_ds.sh uses DeepSpeed ZeRO-3",
+            none.clone()
+        )));
+        assert!(uses_deepspeed(&with(
+            "passes ds_config_zero2.json",
+            none.clone()
+        )));
+        assert!(!uses_deepspeed(&with(
+            "sft_type full, no DeepSpeed; 1 GPU",
+            none.clone()
+        )));
+        assert!(uses_deepspeed(&with(
+            "",
+            serde_json::json!({ "zero_stage": 2 })
+        )));
+        assert!(!uses_deepspeed(&with(
+            "FSDP FULL_SHARD",
+            serde_json::json!({ "zero_stage": 3 })
+        )));
+        assert!(torch_at_most_2_1(&with(
+            "Hardware A100, PyTorch 2.1.0+cu121",
+            none.clone()
+        )));
+        assert!(torch_at_most_2_1(&with(
+            "(torch 1.13.1, flash_attn)",
+            none.clone()
+        )));
+        assert!(!torch_at_most_2_1(&with(
+            "torch 2.4.1, transformers 4.48",
+            none.clone()
+        )));
+        assert!(!torch_at_most_2_1(&with(
+            "torch tensors only",
+            none.clone()
+        )));
+        assert!(notes_say_model_parallel(&with(
+            "2 GPUs via device_map model parallel (not DDP)",
+            none.clone()
+        )));
+        assert!(!notes_say_model_parallel(&with("DDP over 2 GPUs", none)));
     }
 
     #[test]

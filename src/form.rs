@@ -141,7 +141,7 @@ impl Form {
         self.stack = stack;
         self.loss = job.loss;
         self.checkpointing = job.checkpointing;
-        if matches!(stack, Stack::Litgpt | Stack::Torchtune) {
+        if matches!(stack, Stack::Litgpt | Stack::Torchtune | Stack::Deepspeed) {
             self.precision = job.precision;
         }
     }

@@ -129,9 +129,10 @@ fn hand_derived_full_fine_tune_terms() {
     };
     let e = estimate(&job);
     assert_eq!(e.trainable_params, n);
-    // Pure bf16: 2 B weights, 2 B gradients (kept between micro-batches), 8 B fp32 Adam moments.
+    // Pure bf16: 2 B weights, 2 B gradients (kept between micro-batches), and torch AdamW's two moments
+    // created with `zeros_like(param)`, so bf16 too: 4 B.
     assert_eq!(e.gpu_bytes(Component::Weights), 2.0 * n);
-    assert_eq!(e.gpu_bytes(Component::OptimizerStates), 8.0 * n);
+    assert_eq!(e.gpu_bytes(Component::OptimizerStates), 4.0 * n);
     if e.phase == Phase::Backward {
         assert_eq!(e.gpu_bytes(Component::Gradients), 2.0 * n);
     }
@@ -148,7 +149,82 @@ fn hand_derived_full_fine_tune_terms() {
         ..job.clone()
     });
     assert_eq!(z3.gpu_bytes(Component::Weights), 2.0 * n / 8.0);
-    assert_eq!(z3.gpu_bytes(Component::OptimizerStates), 8.0 * n / 8.0);
+    assert_eq!(z3.gpu_bytes(Component::OptimizerStates), 4.0 * n / 8.0);
+    // Mixed precision under ZeRO-3 (DeepSpeed): 16-bit working weights, an fp32 master copy (4 B) and fp32
+    // moments (8 B), all sharded: the ZeRO paper's 2 + 2 + 12 bytes.
+    let mixed = estimate(&Job {
+        gpus: 8,
+        parallelism: Parallelism::Zero3,
+        precision: Precision::Mixed,
+        ..job.clone()
+    });
+    assert_eq!(mixed.gpu_bytes(Component::Weights), 2.0 * n / 8.0);
+    assert_eq!(mixed.gpu_bytes(Component::MasterWeights), 4.0 * n / 8.0);
+    assert_eq!(mixed.gpu_bytes(Component::OptimizerStates), 8.0 * n / 8.0);
+}
+
+/// FSDP1 LoRA with frozen and adapter weights in one FlatParameter (litgpt), on Llama 3.1 8B over 2 GPUs.
+#[test]
+fn hand_derived_fsdp_shared_flat_parameter() {
+    let base = Job {
+        mode: Mode::Lora,
+        gpus: 2,
+        parallelism: Parallelism::Zero3,
+        grad_accum: 2,
+        ..Job::default()
+    };
+    let separate = estimate(&base);
+    let p = separate.params;
+    let decoder = p.per_layer * 32.0;
+    // Gradients as if the decoder were not frozen: its bf16 weights' size, sharded over the 2 GPUs.
+    let shared = estimate(&Job {
+        frozen_sharding: FrozenSharding::SharedFlat,
+        ..base.clone()
+    });
+    let extra = shared.gpu_bytes(Component::Gradients) - separate.gpu_bytes(Component::Gradients);
+    assert!((extra - decoder * 2.0 / 2.0).abs() < 1.0, "extra {extra}");
+    // PyTorch ≤ 2.1 also leaves the frozen decoder unsharded by the optimizer step: whole on each GPU.
+    // With a short batch the optimizer step is the peak: each GPU holds its half of all bf16 weights plus
+    // the other half of the decoder.
+    let old = estimate(&Job {
+        micro_batch: 1,
+        seq_len: 64,
+        ..Job {
+            frozen_sharding: FrozenSharding::SharedFlatNoReshard,
+            ..base.clone()
+        }
+    });
+    assert_eq!(old.phase, Phase::OptimizerStep);
+    let weights = old.gpu_bytes(Component::Weights);
+    let expected = p.total * 2.0 / 2.0 + decoder * 2.0 / 2.0;
+    assert!((weights - expected).abs() < 1.0, "{weights} vs {expected}");
+}
+
+/// Autocast over fp32 weights keeps a 16-bit cast of every weight that requires grad (`cached_cast`).
+#[test]
+fn hand_derived_autocast_weight_copies() {
+    let inference = |precision| Job {
+        mode: Mode::Inference,
+        precision,
+        weights: WeightFormat::Bf16,
+        inference: Inference {
+            prompt_tokens: 16,
+            new_tokens: 0,
+            batch: 1,
+            kv_dtype: KvDtype::Bf16,
+        },
+        ..Job::default()
+    };
+    let pure = estimate(&inference(Precision::Pure16));
+    let mixed = estimate(&inference(Precision::Mixed));
+    let p = pure.params;
+    // fp32 weights (4 B) instead of bf16 (2 B), plus a bf16 cast of every decoder linear and the LM head.
+    let expected = 2.0 * p.total + 2.0 * (p.linear + p.lm_head);
+    let got = mixed.peak_allocated - pure.peak_allocated;
+    assert!(
+        (got - expected).abs() < 1e-6 * expected,
+        "{got} vs {expected}"
+    );
 }
 
 #[test]

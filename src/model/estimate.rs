@@ -5,8 +5,8 @@ use super::activations::{
 };
 use super::arch::{AttentionKind, ParamCounts};
 use super::job::{
-    Checkpointing, Job, Mode, Module, Offload, OffloadDevice, Optimizer, Parallelism, Precision,
-    WeightFormat,
+    Checkpointing, FrozenSharding, Job, Mode, Module, Offload, OffloadDevice, Optimizer,
+    Parallelism, Precision, WeightFormat,
 };
 use crate::bytes::GIB;
 use serde::{Deserialize, Serialize};
@@ -183,7 +183,8 @@ fn grad_bytes(job: &Job) -> f64 {
     }
 }
 
-/// Optimizer state bytes per trainable parameter, and whether they live in paged (managed) memory.
+/// Optimizer state bytes per trainable parameter stepped in fp32, and whether they live in paged (managed)
+/// memory.
 ///
 /// AdamW: two fp32 moments, 8 B (Loshchilov & Hutter; torch `AdamW` `exp_avg`, `exp_avg_sq`). 16-bit states: 4 B.
 /// bitsandbytes 8-bit Adam: two uint8 states + fp32 absmax per 2048-element block ≈ 2.004 B, only for
@@ -201,6 +202,22 @@ fn optimizer_bytes(job: &Job) -> (f64, bool) {
         Optimizer::Adafactor => (8.0 / h, false),
         Optimizer::SgdMomentum | Optimizer::Lion => (4.0, false),
         Optimizer::Sgd | Optimizer::None => (0.0, false),
+    }
+}
+
+/// Optimizer state bytes per trainable parameter when the optimizer steps 16-bit parameters directly (pure
+/// 16-bit training, no fp32 master copy).
+///
+/// torch optimizers create their states with `torch.zeros_like(p)` (`torch/optim/adamw.py` `_init_group`,
+/// `sgd.py`, HF `Adafactor` `.to(grad)`), so the moments take the parameter's dtype: AdamW's two moments are
+/// 2 × 2 B on bf16 weights, half the fp32 figure. bitsandbytes' 8-bit states are uint8 whatever the
+/// parameter dtype, so they do not shrink.
+fn optimizer_bytes_16bit(job: &Job) -> f64 {
+    let (fp32, _) = optimizer_bytes(job);
+    match job.optimizer {
+        Optimizer::Adamw8bit | Optimizer::PagedAdamw8bit => fp32,
+        Optimizer::Adamw16 => 4.0,
+        _ => fp32 / 2.0,
     }
 }
 
@@ -328,6 +345,14 @@ pub fn estimate(job: &Job) -> Estimate {
         _ => 2.0,
     };
     let quantized = job.weights.is_quantized();
+    // Autocast runs over fp32 weights (HF Trainer AMP on an fp32-loaded model, Lightning `bf16-mixed`).
+    let autocast_fp32 = job.precision == Precision::Mixed && working >= 4.0 && !quantized;
+    let cast_params = p.linear
+        + if p.lm_head > 0.0 {
+            p.lm_head
+        } else {
+            p.embedding
+        };
     let (w_quant, w_plain) = if quantized {
         let non_linear_bytes = if job.upcast_non_quantized && job.is_training() {
             4.0
@@ -371,9 +396,37 @@ pub fn estimate(job: &Job) -> Estimate {
         Parallelism::Pipeline | Parallelism::Tensor => layer_share,
         _ => 1.0,
     };
+    // PEFT keeps adapter weights in fp32 (`autocast_adapter_dtype=True`, `peft/tuners/tuners_utils.py`), so
+    // their gradients and optimizer states are fp32 whatever the base precision.
     let adapters = adapter_params * 4.0 * train_share;
-    let grads = trainable_params * grad_bytes(&job) * shard(2) * train_share;
+    let grads = (adapter_params * 4.0 + base_trainable * grad_bytes(&job)) * shard(2) * train_share;
+    // FSDP1 LoRA with frozen and adapter weights in one FlatParameter: the flat gradient covers the frozen
+    // decoder weights too (sharded, in the working dtype); on PyTorch ≤ 2.1 the frozen weights also stay
+    // unsharded after backward, so by the optimizer step each GPU holds them whole.
+    let shared_flat = job.parallelism == Parallelism::Zero3
+        && job.gpus > 1
+        && job.mode == Mode::Lora
+        && !quantized
+        && job.frozen_sharding != FrozenSharding::Separate;
+    let frozen_decoder = p.per_layer * f64::from(arch.layers) * working;
+    let (flat_grads, unresharded) = if shared_flat {
+        let unresharded = if job.frozen_sharding == FrozenSharding::SharedFlatNoReshard {
+            frozen_decoder * (1.0 - 1.0 / n)
+        } else {
+            0.0
+        };
+        (frozen_decoder / n, unresharded)
+    } else {
+        (0.0, 0.0)
+    };
+    let grads = grads + flat_grads;
     let (opt_b, paged) = optimizer_bytes(&job);
+    // Base parameters stepped directly in 16-bit (pure 16-bit, no master copy) get 16-bit states.
+    let base_opt_b = if job.precision == Precision::Pure16 && working < 4.0 {
+        optimizer_bytes_16bit(&job)
+    } else {
+        opt_b
+    };
     let optimizer_offloaded = job.offload != Offload::None;
     // A separate fp32 master copy exists when the working weights are 16-bit but the run is mixed precision:
     // DeepSpeed/FSDP mixed precision for full training (the optimizer holds fp32 params).
@@ -386,7 +439,7 @@ pub fn estimate(job: &Job) -> Estimate {
         (0.0, 0.0)
     } else {
         (
-            trainable_params * opt_b * shard(1) * train_share,
+            (adapter_params * opt_b + base_trainable * base_opt_b) * shard(1) * train_share,
             master * shard(1) * train_share,
         )
     };
@@ -446,6 +499,20 @@ pub fn estimate(job: &Job) -> Estimate {
             } else {
                 1.0
             };
+        // Autocast on fp32 weights casts each weight to 16-bit for its matmul. The cast of a weight that
+        // requires grad is cached for the whole autocast region (`aten/src/ATen/autocast_mode.cpp`
+        // `cached_cast`: leaf, `requires_grad`, fp32 → lower precision), and autograd saves the cast for
+        // backward; a frozen weight's cast is not cached, but is saved for backward in every layer that
+        // keeps its activations (one layer at a time under checkpointing).
+        if autocast_fp32 {
+            let per_layer_linear = p.linear / f64::from(arch.layers.max(1));
+            temporary_bwd += 2.0
+                * match (job.mode, job.checkpointing) {
+                    (Mode::Full, _) => cast_params * layer_share,
+                    (_, Checkpointing::Off) => per_layer_linear * kept_layers,
+                    _ => per_layer_linear,
+                };
+        }
         // bitsandbytes 4-bit matmuls dequantize each weight to 16-bit on the fly (forward and backward):
         // a transient of about twice the largest linear layer.
         if job.weights.is_bnb_4bit() || job.weights == WeightFormat::Int8 {
@@ -532,6 +599,10 @@ pub fn estimate(job: &Job) -> Estimate {
         // Only the last position's logits (transformers ≥ 4.45 `logits_to_keep`), upcast to fp32.
         let last_logits = batch * f64::from(arch.vocab) * (2.0 + 4.0);
         prefill = (attn_work + scores_work).max(mlp_work) + last_logits;
+        // Weights require grad by default, so autocast keeps every 16-bit cast for the whole region.
+        if autocast_fp32 {
+            prefill += 2.0 * cast_params * layer_share;
+        }
         if job.weights.is_bnb_4bit() || job.weights == WeightFormat::Int8 {
             prefill += 2.0 * p.largest_linear * 2.0;
         }
@@ -541,7 +612,7 @@ pub fn estimate(job: &Job) -> Estimate {
     let static_bytes = weights_q + weights_plain + adapters + master_gpu + states_alloc;
     let backward_live =
         activations + scores + logits + temporary_bwd + if grads_persist { grads } else { 0.0 };
-    let step_live = grads + step_temp;
+    let step_live = grads + step_temp + unresharded;
     let (phase, live_components) = if !job.is_training() {
         (Phase::Prefill, prefill + kv_cache)
     } else if backward_live >= step_live {
@@ -552,7 +623,7 @@ pub fn estimate(job: &Job) -> Estimate {
     let peak_allocated = static_bytes + live_components;
     let transient = match phase {
         Phase::Backward => activations + scores + logits + temporary_bwd,
-        Phase::OptimizerStep => step_temp,
+        Phase::OptimizerStep => step_temp + unresharded,
         Phase::Prefill | Phase::Generation => prefill,
     };
     let reserve = ALLOCATOR_FIXED_GIB * GIB + ALLOCATOR_TRANSIENT_SHARE * transient;
@@ -567,7 +638,12 @@ pub fn estimate(job: &Job) -> Estimate {
         },
         Part {
             component: Component::Weights,
-            bytes: weights_plain,
+            bytes: weights_plain
+                + if phase == Phase::OptimizerStep {
+                    unresharded
+                } else {
+                    0.0
+                },
         },
         Part {
             component: Component::Adapters,

@@ -206,6 +206,24 @@ pub enum Parallelism {
     Tensor,
 }
 
+/// How FSDP (ZeRO-3-style sharding) holds frozen base weights when only adapters or some layers train.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum FrozenSharding {
+    /// Frozen weights sit in FSDP units of their own (accelerate's PEFT auto-wrap policy, FSDP2 per-parameter
+    /// sharding): only trainable weights get gradients.
+    #[default]
+    Separate,
+    /// FSDP1 with `use_orig_params=True` and frozen and trainable weights in one `FlatParameter` (a wrap per
+    /// decoder block, as Lightning/litgpt do): gradient memory "equivalent to not freezing those parameters"
+    /// (PyTorch FSDP API docs, on freezing parameters).
+    SharedFlat,
+    /// As [`FrozenSharding::SharedFlat`] on PyTorch ≤ 2.1, whose FSDP1 does not reshard frozen weights after
+    /// backward: by the optimizer step every block's weights are unsharded (`shared/design/memory-model.md`
+    /// §11; the reshard-only hook came with pytorch/pytorch#104186).
+    SharedFlatNoReshard,
+}
+
 /// What is offloaded to host memory (DeepSpeed `offload_optimizer` / `offload_param`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
@@ -311,6 +329,8 @@ pub struct Job {
     pub upcast_non_quantized: bool,
     /// The optimizer step allocates a parameter-sized temporary (PyTorch `foreach` AdamW, the default).
     pub optimizer_step_temp: bool,
+    /// How FSDP holds frozen weights in LoRA/freeze training (matters only when sharded over ≥ 2 GPUs).
+    pub frozen_sharding: FrozenSharding,
 }
 
 impl Default for Job {
@@ -338,6 +358,7 @@ impl Default for Job {
             dataset_gib: 0.0,
             upcast_non_quantized: false,
             optimizer_step_temp: true,
+            frozen_sharding: FrozenSharding::Separate,
         }
     }
 }

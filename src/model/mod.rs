@@ -12,7 +12,7 @@ pub mod weights;
 pub use arch::{Architecture, AttentionKind, Biases, Mla, MlpKind, Moe, ParamCounts};
 pub use estimate::{estimate, Component, Estimate, HostComponent, Part, Phase, Warning};
 pub use job::{
-    AttentionImpl, Checkpointing, Inference, Job, KvDtype, Lora, LossImpl, Mode, Module, Offload,
-    OffloadDevice, Optimizer, Parallelism, Precision, WeightFormat,
+    AttentionImpl, Checkpointing, FrozenSharding, Inference, Job, KvDtype, Lora, LossImpl, Mode,
+    Module, Offload, OffloadDevice, Optimizer, Parallelism, Precision, WeightFormat,
 };
 pub use stack::Stack;

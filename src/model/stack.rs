@@ -2,7 +2,7 @@
 //! weights, and how the optimizer steps; each preset only sets defaults that the user can still override.
 //! Every default below comes from the stack's own docs or code (cited), never from fitting measured cases.
 
-use super::job::{Checkpointing, Job, LossImpl, Precision};
+use super::job::{Checkpointing, FrozenSharding, Job, LossImpl, Precision};
 use serde::{Deserialize, Serialize};
 
 /// A training or inference stack.
@@ -144,19 +144,36 @@ impl Stack {
         }
     }
 
+    /// How the stack's FSDP wrapping holds frozen weights in LoRA training.
+    ///
+    /// Lightning's FSDP strategy (litgpt) wraps each transformer `Block` and sets `use_orig_params=True`
+    /// (`lightning/fabric/strategies/fsdp.py`), so a block's LoRA and frozen weights share one
+    /// `FlatParameter`. accelerate applies PEFT's auto-wrap policy, which wraps the trainable LoRA layers
+    /// apart (`accelerate` `fsdp_auto_wrap_policy` for PEFT models, huggingface/accelerate#2253).
+    pub fn frozen_sharding(self) -> FrozenSharding {
+        match self {
+            Stack::Litgpt => FrozenSharding::SharedFlat,
+            _ => FrozenSharding::Separate,
+        }
+    }
+
     /// Sets the job's stack-dependent defaults (the user may override each afterwards).
     ///
     /// Besides [`Stack::loss`], [`Stack::upcasts_non_quantized`], [`Stack::optimizer_step_temp`] and
-    /// [`Stack::checkpointing`]: litgpt and torchtune train in pure bf16
-    /// (`--precision bf16-true`, `dtype: bf16`); DeepSpeed keeps 16-bit weights with fp32 master copies.
+    /// [`Stack::checkpointing`] and [`Stack::frozen_sharding`]: litgpt and torchtune train in pure bf16
+    /// (`--precision bf16-true`, `dtype: bf16`); DeepSpeed's ZeRO optimizers always step fp32 master
+    /// partitions (`deepspeed/runtime/zero/stage_1_and_2.py` `single_partition_of_fp32_groups`), so its
+    /// preset is mixed precision.
     pub fn apply_defaults(self, job: &mut Job) {
         job.stack = self;
         job.loss = self.loss();
         job.upcast_non_quantized = self.upcasts_non_quantized();
         job.optimizer_step_temp = self.optimizer_step_temp();
         job.checkpointing = self.checkpointing();
+        job.frozen_sharding = self.frozen_sharding();
         match self {
             Stack::Litgpt | Stack::Torchtune => job.precision = Precision::Pure16,
+            Stack::Deepspeed => job.precision = Precision::Mixed,
             _ => {}
         }
     }
