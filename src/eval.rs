@@ -5,8 +5,8 @@
 use crate::bytes::{GB, GIB};
 use crate::catalog::{self, import};
 use crate::model::{
-    estimate, AttentionImpl, Checkpointing, FrozenSharding, Job, KvDtype, Mode, Module, Offload,
-    Optimizer, Parallelism, Precision, Stack, WeightFormat,
+    estimate, AttentionImpl, Checkpointing, FrozenSharding, Job, KvDtype, LossImpl, Mode, Module,
+    Offload, Optimizer, Parallelism, Precision, Stack, WeightFormat,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -110,6 +110,39 @@ fn uses_deepspeed(case: &Value) -> bool {
         || matches!(u(case, "zero_stage"), Some(1 | 2))
 }
 
+/// Whether a case ran FSDP through accelerate with mixed precision switched on (`--bf16`/`--fp16`):
+/// accelerate ≥ 0.30 then upcasts 16-bit sharded trainable weights to fp32 and the optimizer steps fp32
+/// (huggingface/accelerate#2674, "Add Upcasting for FSDP in Mixed Precision").
+fn fsdp_with_amp(case: &Value) -> bool {
+    let notes = s(case, "notes").unwrap_or("");
+    notes.contains("FSDP") && (notes.contains("--bf16") || notes.contains("--fp16"))
+}
+
+/// A loss kernel the case's notes or quote name, replacing the stack's default loss.
+///
+/// Liger's `FusedLinearCrossEntropy` never materializes the logits (Liger-Kernel README). fms-acceleration's
+/// FOAK plugin (`foak` configs, `fused_ops_and_kernels` with `fast_loss`) runs Unsloth's cross-entropy kernel
+/// on the 16-bit logits and writes their gradient in place: no fp32 copy, the same footprint class as a
+/// chunked loss (16-bit logits and a 16-bit gradient).
+fn loss_kernel_from_notes(case: &Value) -> Option<LossImpl> {
+    let text = format!(
+        "{} {}",
+        s(case, "notes").unwrap_or(""),
+        s(case, "quote").unwrap_or("")
+    )
+    .to_ascii_lowercase();
+    if text.contains("fusedlinearcrossentropy")
+        || text.contains("liger kernels on")
+        || text.contains("w/ liger")
+    {
+        Some(LossImpl::Fused)
+    } else if text.contains("foak") {
+        Some(LossImpl::Chunked)
+    } else {
+        None
+    }
+}
+
 /// Whether a case's notes name a PyTorch release of 2.1 or older ("PyTorch 2.1.0", "torch 2.0.1").
 fn torch_at_most_2_1(case: &Value) -> bool {
     let notes = s(case, "notes").unwrap_or("").to_ascii_lowercase();
@@ -191,7 +224,7 @@ pub fn job_from_case(case: &Value) -> Result<Job, String> {
     // DeepSpeed's ZeRO optimizers always step fp32 partitions of the weights, even with `bf16.enabled`
     // (`deepspeed/runtime/zero/stage_1_and_2.py` `single_partition_of_fp32_groups`, `stage3.py`
     // `fp32_partitioned_groups_flat`): a DeepSpeed run is mixed precision whatever the model was loaded in.
-    if job.precision == Precision::Pure16 && uses_deepspeed(case) {
+    if job.precision == Precision::Pure16 && (uses_deepspeed(case) || fsdp_with_amp(case)) {
         job.precision = Precision::Mixed;
     }
     job.weights = match s(case, "quant") {
@@ -266,6 +299,9 @@ pub fn job_from_case(case: &Value) -> Result<Job, String> {
         Some(false) => AttentionImpl::Eager,
         None => AttentionImpl::Sdpa,
     };
+    if let Some(loss) = loss_kernel_from_notes(case) {
+        job.loss = loss;
+    }
     job.gpus = u(case, "num_gpus").unwrap_or(1).max(1);
     job.parallelism = match s(case, "parallel") {
         Some("zero") => match u(case, "zero_stage") {

@@ -110,6 +110,8 @@ pub enum Warning {
     QuantizedFullTraining,
     /// A size was zero and was treated as one.
     ZeroSize,
+    /// The sequence is longer than the model's learned position table; it was cut to that length.
+    SeqBeyondPositions,
 }
 
 /// An amount of one component.
@@ -286,6 +288,22 @@ pub fn estimate(job: &Job) -> Estimate {
     if job.mode == Mode::Qlora && !job.weights.is_quantized() {
         warnings.push(Warning::QloraNeedsQuantizedBase);
         job.weights = WeightFormat::Nf4;
+    }
+    // A model with learned absolute positions (GPT-2, GPT-BigCode, OPT) cannot look past its position table:
+    // `wpe` has `n_positions` rows, so longer inputs fail unless the tokenizer truncates them to
+    // `model_max_length`, which is what a run that finished did.
+    let positions = job.arch.learned_positions;
+    if positions > 0 {
+        let inf = &mut job.inference;
+        if job.seq_len > positions
+            || (job.mode == Mode::Inference
+                && inf.prompt_tokens.saturating_add(inf.new_tokens) > positions)
+        {
+            warnings.push(Warning::SeqBeyondPositions);
+        }
+        job.seq_len = job.seq_len.min(positions);
+        inf.prompt_tokens = inf.prompt_tokens.min(positions);
+        inf.new_tokens = inf.new_tokens.min(positions - inf.prompt_tokens);
     }
     if job.micro_batch == 0 || job.seq_len == 0 || job.gpus == 0 {
         warnings.push(Warning::ZeroSize);

@@ -766,11 +766,15 @@ pub fn model_warning(lang: Lang, w: crate::model::Warning) -> &'static str {
             "Quantized weights cannot be fully fine-tuned: use LoRA/QLoRA, or a 16-bit format."
         }
         (Lang::En, ZeroSize) => "A size of zero was treated as one.",
+        (Lang::En, SeqBeyondPositions) => {
+            "Longer than the model's learned position table: counted at the model's maximum length, as its tokenizer truncates."
+        }
         (Lang::Zh, QloraNeedsQuantizedBase) => "QLoRA 需要量化的基础权重：已按 NF4 计算。",
         (Lang::Zh, ShardingNeedsGpus) => "单卡上的 ZeRO/FSDP 无从切分：增加 GPU 或使用 CPU 卸载。",
         (Lang::Zh, ParamOffloadNeedsZero3) => "参数卸载需要 ZeRO-3。",
         (Lang::Zh, QuantizedFullTraining) => "量化权重不能全参微调：请用 LoRA/QLoRA 或 16 位格式。",
         (Lang::Zh, ZeroSize) => "大小为 0 的输入按 1 计算。",
+        (Lang::Zh, SeqBeyondPositions) => "超出模型的可学习位置表长度：按模型最大长度计算（分词器会截断）。",
     }
 }
 
