@@ -287,6 +287,7 @@ pub fn job_from_case(case: &Value) -> Result<Job, String> {
     job.freeze_trainable_layers = 2;
     job.micro_batch = u(case, "batch_size").unwrap_or(1).max(1);
     job.seq_len = u(case, "seq_len").unwrap_or(512).max(1);
+    job.variable_lengths = b(case, "seq_len_exact") == Some(false);
     job.grad_accum = u(case, "grad_accum").unwrap_or(1).max(1);
     match b(case, "grad_checkpointing") {
         Some(true) if job.checkpointing == Checkpointing::Offload => {}

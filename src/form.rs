@@ -43,6 +43,8 @@ pub struct Form {
     pub micro_batch: u32,
     pub seq_len: u32,
     pub grad_accum: u32,
+    /// Batches vary in length (dynamic padding, no packing).
+    pub variable_lengths: bool,
     pub checkpointing: Checkpointing,
     pub attention: AttentionImpl,
     pub loss: LossImpl,
@@ -78,6 +80,8 @@ impl Default for Form {
             micro_batch: 4,
             seq_len: 2048,
             grad_accum: 4,
+            // The HF Trainer/TRL and LLaMA-Factory default: dynamic padding without packing.
+            variable_lengths: true,
             checkpointing: Checkpointing::Layer,
             attention: AttentionImpl::Sdpa,
             loss: LossImpl::Fp32Logits,
@@ -121,6 +125,7 @@ impl Form {
         job.micro_batch = self.micro_batch;
         job.seq_len = self.seq_len;
         job.grad_accum = self.grad_accum;
+        job.variable_lengths = self.variable_lengths;
         job.checkpointing = self.checkpointing;
         job.attention = self.attention;
         job.loss = self.loss;

@@ -239,6 +239,11 @@ pub fn encode(form: &Form) -> String {
         d.grad_accum.to_string(),
     );
     put(
+        "varlen",
+        flag(form.variable_lengths),
+        flag(d.variable_lengths),
+    );
+    put(
         "ckpt",
         enum_id(&form.checkpointing),
         enum_id(&d.checkpointing),
@@ -360,6 +365,7 @@ pub fn decode(query: &str) -> (Form, Vec<Ignored>) {
             "batch" => set(&mut form.micro_batch, number(&value, 1, 1 << 20)),
             "seq" => set(&mut form.seq_len, number(&value, 1, 1 << 24)),
             "accum" => set(&mut form.grad_accum, number(&value, 1, 1 << 20)),
+            "varlen" => set(&mut form.variable_lengths, flag_from(&value)),
             "ckpt" => set(&mut form.checkpointing, enum_from(&value)),
             "attn" => set(&mut form.attention, enum_from(&value)),
             "loss" => set(&mut form.loss, enum_from(&value)),
@@ -437,6 +443,7 @@ mod tests {
             micro_batch: 3,
             seq_len: 8192,
             grad_accum: 16,
+            variable_lengths: false,
             checkpointing: Checkpointing::Offload,
             attention: crate::model::AttentionImpl::Flash2,
             loss: crate::model::LossImpl::Fused,

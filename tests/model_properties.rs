@@ -262,3 +262,28 @@ fn hand_derived_logits_and_quantized_weights() {
     assert_eq!(e.gpu_bytes(Component::Weights), p.non_linear * 2.0);
     assert_eq!(p.embedding + p.lm_head, 2.0 * 128_256.0 * 4096.0);
 }
+
+/// Variable-length batches keep about one more copy of the short-lived memory reserved; tensors are the same.
+#[test]
+fn variable_lengths_raise_only_the_reserve() {
+    let fixed = estimate(&Job::default());
+    let varied = estimate(&Job {
+        variable_lengths: true,
+        ..Job::default()
+    });
+    assert_eq!(fixed.peak_allocated, varied.peak_allocated);
+    assert_eq!(fixed.phase, Phase::Backward);
+    let transient = [
+        Component::Activations,
+        Component::AttentionScores,
+        Component::Logits,
+        Component::Temporary,
+    ]
+    .iter()
+    .map(|c| fixed.gpu_bytes(*c))
+    .sum::<f64>();
+    let extra = varied.peak_reserved - fixed.peak_reserved;
+    let expected = (ALLOCATOR_VARIABLE_SHARE - ALLOCATOR_TRANSIENT_SHARE) * transient;
+    assert!((extra - expected).abs() < 1.0, "{extra} vs {expected}");
+    assert!(extra > 0.0);
+}

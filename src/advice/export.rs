@@ -136,6 +136,9 @@ pub fn llama_factory_yaml(form: &Form) -> String {
         kv("deepspeed", "ds_config.json".into());
     }
     kv("cutoff_len", form.seq_len.to_string());
+    if !form.variable_lengths {
+        kv("packing", "true".into());
+    }
     kv("per_device_train_batch_size", form.micro_batch.to_string());
     kv("gradient_accumulation_steps", form.grad_accum.to_string());
     match form.precision {
@@ -186,6 +189,9 @@ pub fn trl_command(form: &Form) -> String {
         Some(form.grad_accum.to_string()),
     );
     arg("max_length", Some(form.seq_len.to_string()));
+    if !form.variable_lengths {
+        arg("packing", None);
+    }
     if form.checkpointing != Checkpointing::Off {
         arg("gradient_checkpointing", None);
     }

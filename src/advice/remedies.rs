@@ -28,6 +28,8 @@ pub enum Change {
     FlashAttention,
     /// Fused linear + cross-entropy loss (Liger kernel).
     FusedLoss,
+    /// Pack sequences (fixed batch shapes), so the allocator stops caching blocks of many sizes.
+    PackSequences,
     /// 8-bit AdamW (bitsandbytes).
     Optimizer8bit,
     /// LoRA instead of full fine-tuning.
@@ -225,6 +227,16 @@ pub fn single_changes(form: &Form) -> Vec<(Change, Form, Vec<Caveat>)> {
             },
             vec![],
         );
+        if form.variable_lengths {
+            add(
+                Change::PackSequences,
+                Form {
+                    variable_lengths: false,
+                    ..form.clone()
+                },
+                vec![],
+            );
+        }
         if matches!(
             form.optimizer,
             Optimizer::Adamw | Optimizer::PagedAdamw | Optimizer::Adamw16
@@ -578,7 +590,6 @@ mod tests {
         // Full fine-tune of an 8B model on one 24 GiB card: far too big.
         Form {
             mode: Mode::Full,
-            checkpointing: Checkpointing::Off,
             ..Form::default()
         }
     }

@@ -337,6 +337,11 @@ fn apply(f: &mut Form, key: &str, v: &str) -> bool {
                 Checkpointing::Off
             }
         }
+        // Packing fills every sequence to the length, so shapes stay fixed (TRL `packing`, LLaMA-Factory
+        // `packing`/`neat_packing`, axolotl `sample_packing`); `pad_to_max_length` pads every batch to it.
+        "packing" | "neat_packing" | "sample_packing" | "pad_to_max_length" => {
+            f.variable_lengths = !truthy(v)
+        }
         "disable_gradient_checkpointing" => {
             if truthy(v) {
                 f.checkpointing = Checkpointing::Off
@@ -568,6 +573,7 @@ mod tests {
             attention: AttentionImpl::Flash2,
             loss: LossImpl::Fused,
             optimizer: Optimizer::PagedAdamw8bit,
+            variable_lengths: false,
             ..Form::default()
         };
         for text in [
@@ -592,6 +598,7 @@ mod tests {
                 (form.attention, form.loss, form.optimizer)
             );
             assert_eq!(f.lora_targets, form.lora_targets);
+            assert!(!f.variable_lengths, "packing lost: {text}");
         }
     }
 

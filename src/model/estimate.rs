@@ -171,6 +171,14 @@ pub const ALLOCATOR_FIXED_GIB: f64 = 0.3;
 /// what churns. Fit once on the shared reference cases (`memory-model.md` §11: "about half").
 pub const ALLOCATOR_TRANSIENT_SHARE: f64 = 0.35;
 
+/// Share of the short-lived memory kept reserved but unused when batches vary in length. The caching allocator
+/// keeps the blocks it carved for earlier, differently shaped batches; a block cached for one size is split
+/// for a smaller request but never merged across segments for a larger one, so new segments are allocated
+/// (PyTorch "CUDA semantics" notes on `expandable_segments`: changing allocation sizes fragment the cache).
+/// About one more copy of the transient working set: fit once, on the reference runs with variable-length
+/// data and a reserved-memory reading.
+pub const ALLOCATOR_VARIABLE_SHARE: f64 = 1.3;
+
 /// Host RAM of one training/inference process: Python, PyTorch with its CUDA libraries (cuBLAS, cuDNN,
 /// NCCL are several GiB of mapped code, mostly resident) and the tokenizer. Typical RSS, ≈ 3 GiB.
 pub const HOST_RUNTIME_GIB: f64 = 3.0;
@@ -644,7 +652,12 @@ pub fn estimate(job: &Job) -> Estimate {
         Phase::OptimizerStep => step_temp + unresharded,
         Phase::Prefill | Phase::Generation => prefill,
     };
-    let reserve = ALLOCATOR_FIXED_GIB * GIB + ALLOCATOR_TRANSIENT_SHARE * transient;
+    let share = if job.variable_lengths && job.is_training() {
+        ALLOCATOR_VARIABLE_SHARE
+    } else {
+        ALLOCATOR_TRANSIENT_SHARE
+    };
+    let reserve = ALLOCATOR_FIXED_GIB * GIB + share * transient;
     let peak_reserved = peak_allocated + reserve;
     let context = CUDA_CONTEXT_GIB * GIB;
     let device_total = peak_reserved + context + states_paged;

@@ -331,6 +331,8 @@ pub struct Job {
     pub optimizer_step_temp: bool,
     /// How FSDP holds frozen weights in LoRA/freeze training (matters only when sharded over ≥ 2 GPUs).
     pub frozen_sharding: FrozenSharding,
+    /// Batches differ in length (dynamic padding, no packing), so tensor shapes change between steps.
+    pub variable_lengths: bool,
 }
 
 impl Default for Job {
@@ -359,6 +361,7 @@ impl Default for Job {
             upcast_non_quantized: false,
             optimizer_step_temp: true,
             frozen_sharding: FrozenSharding::Separate,
+            variable_lengths: false,
         }
     }
 }

@@ -339,6 +339,9 @@ fn batch_inputs(props: &InputsProps) -> Html {
             <NumberField id="accum" label={t.accum} unit={t.steps} tip={t.accum_tip} value={form.grad_accum} min={1} max={1 << 20}
                 error_text={t.bad_number} on_change={setter(props, |f, v| f.grad_accum = v)} />
             <p class="hint">{ format!("{}: {} {}", t.effective_batch, props.effective_batch, t.sequences) }</p>
+            <SelectField id="shapes" label={t.shapes} tip={t.shapes_tip} value={if form.variable_lengths { "variable" } else { "fixed" }}
+                options={vec![("fixed".into(), t.opt_fixed_len.into()), ("variable".into(), t.opt_variable_len.into())]}
+                on_change={setter(props, |f, v: String| f.variable_lengths = v == "variable")} />
             <SelectField id="ckpt" label={t.ckpt} tip={t.ckpt_tip} value={id_of(&form.checkpointing)}
                 options={opts(&[(Checkpointing::Off, t.opt_off), (Checkpointing::Layer, t.opt_per_layer), (Checkpointing::Offload, t.opt_per_layer_offload)])}
                 on_change={enum_setter(props, |f, c| f.checkpointing = c)} />
