@@ -177,7 +177,7 @@ pub const ALLOCATOR_TRANSIENT_SHARE: f64 = 0.35;
 /// (PyTorch "CUDA semantics" notes on `expandable_segments`: changing allocation sizes fragment the cache).
 /// About one more copy of the transient working set: fit once, on the reference runs with variable-length
 /// data and a reserved-memory reading.
-pub const ALLOCATOR_VARIABLE_SHARE: f64 = 1.3;
+pub const ALLOCATOR_VARIABLE_SHARE: f64 = 1.0;
 
 /// Host RAM of one training/inference process: Python, PyTorch with its CUDA libraries (cuBLAS, cuDNN,
 /// NCCL are several GiB of mapped code, mostly resident) and the tokenizer. Typical RSS, ≈ 3 GiB.
