@@ -159,6 +159,14 @@ fn torch_at_most_2_1(case: &Value) -> bool {
     })
 }
 
+/// Whether a case's notes say its `seq_len` counts generated tokens rather than prompt tokens.
+fn notes_say_generated_tokens(case: &Value) -> bool {
+    s(case, "notes")
+        .unwrap_or("")
+        .to_ascii_lowercase()
+        .contains("seq_len = number of generated tokens")
+}
+
 /// Whether a case's notes say its GPUs split the model layer-wise (`device_map` model parallelism).
 fn notes_say_model_parallel(case: &Value) -> bool {
     let notes = s(case, "notes").unwrap_or("").to_ascii_lowercase();
@@ -332,8 +340,15 @@ pub fn job_from_case(case: &Value) -> Result<Job, String> {
     };
     if job.mode == Mode::Inference {
         job.inference.batch = job.micro_batch;
-        job.inference.prompt_tokens = job.seq_len;
-        job.inference.new_tokens = 0;
+        if notes_say_generated_tokens(case) {
+            // The length counts generated tokens after an unstated, short prompt: the cache grows one
+            // token at a time and no prompt-length attention matrix is ever built.
+            job.inference.prompt_tokens = 1;
+            job.inference.new_tokens = job.seq_len;
+        } else {
+            job.inference.prompt_tokens = job.seq_len;
+            job.inference.new_tokens = 0;
+        }
         job.inference.kv_dtype = match s(case, "kv_cache_dtype") {
             Some("fp8") => KvDtype::Fp8,
             Some("int8") => KvDtype::Int8,

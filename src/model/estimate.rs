@@ -657,7 +657,16 @@ pub fn estimate(job: &Job) -> Estimate {
     } else {
         ALLOCATOR_TRANSIENT_SHARE
     };
-    let reserve = ALLOCATOR_FIXED_GIB * GIB + share * transient;
+    // Generation grows the KV cache by concatenation (transformers `DynamicCache.update`: `torch.cat` of the
+    // old cache and the new token's keys/values, every step): each layer's cache is re-allocated one token
+    // longer, and the freed, shorter blocks never fit a later request. The allocator ends up holding about
+    // one more cache's worth: shapes that change every step, as with variable-length batches.
+    let growing_cache = if !job.is_training() && job.inference.new_tokens > 0 {
+        ALLOCATOR_VARIABLE_SHARE * kv_cache
+    } else {
+        0.0
+    };
+    let reserve = ALLOCATOR_FIXED_GIB * GIB + share * transient + growing_cache;
     let peak_reserved = peak_allocated + reserve;
     let context = CUDA_CONTEXT_GIB * GIB;
     let device_total = peak_reserved + context + states_paged;
