@@ -287,3 +287,28 @@ fn variable_lengths_raise_only_the_reserve() {
     assert!((extra - expected).abs() < 1.0, "{extra} vs {expected}");
     assert!(extra > 0.0);
 }
+
+/// Generation re-allocates the growing KV cache every step: about one more cache stays reserved.
+#[test]
+fn generation_reserves_one_more_kv_cache() {
+    let job = |new_tokens| Job {
+        mode: Mode::Inference,
+        inference: Inference {
+            prompt_tokens: 1,
+            new_tokens,
+            batch: 8,
+            kv_dtype: KvDtype::Bf16,
+        },
+        ..Job::default()
+    };
+    let e = estimate(&job(4095));
+    // Llama 3.1 8B: 2 · 32 layers · 8 KV heads · 128 · 4096 tokens · 8 sequences · 2 B = 4 GiB.
+    let kv = e.gpu_bytes(Component::KvCache);
+    assert_eq!(kv, 4.0 * 1_073_741_824.0);
+    let gap = e.peak_reserved - e.peak_allocated;
+    let prefill = e.gpu_bytes(Component::Temporary);
+    let expected = ALLOCATOR_FIXED_GIB * 1_073_741_824.0
+        + ALLOCATOR_TRANSIENT_SHARE * prefill
+        + ALLOCATOR_VARIABLE_SHARE * kv;
+    assert!((gap - expected).abs() < 1.0, "{gap} vs {expected}");
+}
