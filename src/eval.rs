@@ -190,11 +190,13 @@ fn b(case: &Value, key: &str) -> Option<bool> {
 /// Builds the job a reference case describes. Unknown fields take the stack's defaults.
 pub fn job_from_case(case: &Value) -> Result<Job, String> {
     let arch = match case.get("config") {
-        Some(cfg) if cfg.is_object() => {
-            import::parse_config(cfg)
-                .map_err(|e| format!("config: {e}"))?
-                .arch
-        }
+        // A partial config (a field the source could not give) falls back to the catalog entry of that model.
+        Some(cfg) if cfg.is_object() => match import::parse_config(cfg) {
+            Ok(parsed) => parsed.arch,
+            Err(e) => catalog::find_model(s(case, "model").unwrap_or(""))
+                .map(|m| m.arch().clone())
+                .ok_or_else(|| format!("config: {e}"))?,
+        },
         _ => {
             let name = s(case, "model").unwrap_or("");
             catalog::find_model(name)
