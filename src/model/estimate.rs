@@ -41,11 +41,16 @@ pub enum Component {
     CudaContext,
     /// Memory PyTorch's caching allocator holds but no tensor uses (fragmentation, cached blocks).
     AllocatorReserve,
+    /// Cached blocks left by tensors of other shapes (variable-length batches, a growing KV cache). A roomy
+    /// GPU shows them in `max_memory_reserved`, but before reporting out-of-memory the allocator frees every
+    /// unused cached block and retries (`c10/cuda/CUDACachingAllocator.cpp`, `release_cached_blocks`), so
+    /// they do not decide whether a job fits.
+    AllocatorCache,
 }
 
 impl Component {
     /// Every component, in display order (bottom of the stacked bar first).
-    pub const ALL: [Component; 13] = [
+    pub const ALL: [Component; 14] = [
         Component::WeightsQuantized,
         Component::Weights,
         Component::Adapters,
@@ -58,6 +63,7 @@ impl Component {
         Component::KvCache,
         Component::Temporary,
         Component::AllocatorReserve,
+        Component::AllocatorCache,
         Component::CudaContext,
     ];
 }
@@ -154,6 +160,12 @@ impl Estimate {
             .filter(|p| p.component == c)
             .map(|p| p.bytes)
             .sum()
+    }
+
+    /// What one GPU must have for the job to run: the device total less the cached blocks of other
+    /// shapes, which the allocator frees and retries with before it reports out-of-memory.
+    pub fn fit_need(&self) -> f64 {
+        self.device_total - self.gpu_bytes(Component::AllocatorCache)
     }
 }
 
@@ -652,10 +664,11 @@ pub fn estimate(job: &Job) -> Estimate {
         Phase::OptimizerStep => step_temp + unresharded,
         Phase::Prefill | Phase::Generation => prefill,
     };
-    let share = if job.variable_lengths && job.is_training() {
-        ALLOCATOR_VARIABLE_SHARE
+    // Blocks cached for other shapes: the variable-length excess over the fixed-shape share.
+    let other_shapes = if job.variable_lengths && job.is_training() {
+        (ALLOCATOR_VARIABLE_SHARE - ALLOCATOR_TRANSIENT_SHARE).max(0.0) * transient
     } else {
-        ALLOCATOR_TRANSIENT_SHARE
+        0.0
     };
     // Generation grows the KV cache by concatenation (transformers `DynamicCache.update`: `torch.cat` of the
     // old cache and the new token's keys/values, every step): each layer's cache is re-allocated one token
@@ -666,8 +679,9 @@ pub fn estimate(job: &Job) -> Estimate {
     } else {
         0.0
     };
-    let reserve = ALLOCATOR_FIXED_GIB * GIB + share * transient + growing_cache;
-    let peak_reserved = peak_allocated + reserve;
+    let reserve = ALLOCATOR_FIXED_GIB * GIB + ALLOCATOR_TRANSIENT_SHARE * transient;
+    let cache = other_shapes + growing_cache;
+    let peak_reserved = peak_allocated + reserve + cache;
     let context = CUDA_CONTEXT_GIB * GIB;
     let device_total = peak_reserved + context + states_paged;
 
@@ -749,6 +763,10 @@ pub fn estimate(job: &Job) -> Estimate {
     gpu.push(Part {
         component: Component::AllocatorReserve,
         bytes: reserve,
+    });
+    gpu.push(Part {
+        component: Component::AllocatorCache,
+        bytes: cache,
     });
     gpu.push(Part {
         component: Component::CudaContext,

@@ -122,6 +122,8 @@ pub struct Text {
     pub peak_tensors: &'static str,
     pub peak_reserved: &'static str,
     pub device_total: &'static str,
+    pub fit_need: &'static str,
+    pub fit_need_tip: &'static str,
     pub totals_explain: &'static str,
     pub dominant: &'static str,
     pub ignored_link: &'static str,
@@ -225,6 +227,7 @@ pub fn component(lang: Lang, c: Component) -> &'static str {
         (Lang::En, Temporary) => "Temporary buffers",
         (Lang::En, CudaContext) => "CUDA context & kernels",
         (Lang::En, AllocatorReserve) => "Allocator reserve",
+        (Lang::En, AllocatorCache) => "Cache of other shapes (freed before OOM)",
         (Lang::Zh, WeightsQuantized) => "权重（量化）",
         (Lang::Zh, Weights) => "权重（16/32 位）",
         (Lang::Zh, Adapters) => "LoRA 适配器",
@@ -238,6 +241,7 @@ pub fn component(lang: Lang, c: Component) -> &'static str {
         (Lang::Zh, Temporary) => "临时缓冲区",
         (Lang::Zh, CudaContext) => "CUDA 上下文与内核",
         (Lang::Zh, AllocatorReserve) => "分配器预留",
+        (Lang::Zh, AllocatorCache) => "其他尺寸的缓存（OOM 前会释放）",
     }
 }
 
@@ -346,6 +350,8 @@ pub static EN: Text = Text {
     peak_tensors: "Peak tensors (max_memory_allocated)",
     peak_reserved: "Peak reserved (max_memory_reserved)",
     device_total: "As nvidia-smi shows",
+    fit_need: "Needed to run",
+    fit_need_tip: "The total less the cache of other shapes: PyTorch frees those cached blocks and retries before it reports out of memory.",
     totals_explain: "Tensors are what PyTorch allocates; reserved adds the caching allocator's unused blocks; nvidia-smi adds the CUDA context.",
     dominant: "Largest part",
     ignored_link: "Some link settings were not understood and were left at their defaults:",
@@ -516,6 +522,8 @@ pub static ZH: Text = Text {
     peak_tensors: "张量峰值（max_memory_allocated）",
     peak_reserved: "预留峰值（max_memory_reserved）",
     device_total: "nvidia-smi 显示",
+    fit_need: "运行所需",
+    fit_need_tip: "总量减去其他尺寸的缓存：PyTorch 在报告显存不足前会释放这些缓存块并重试。",
     totals_explain:
         "张量是 PyTorch 实际分配的；预留再加上缓存分配器未用的块；nvidia-smi 还包括 CUDA 上下文。",
     dominant: "最大部分",

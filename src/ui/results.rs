@@ -22,6 +22,7 @@ fn colour(c: Component) -> &'static str {
         Component::KvCache => "#6A3D9A",
         Component::Temporary => "#999999",
         Component::AllocatorReserve => "#BBBBBB",
+        Component::AllocatorCache => "#DDDDDD",
         Component::CudaContext => "#555555",
     }
 }
@@ -168,6 +169,9 @@ fn table(lang: Lang, e: &Estimate) -> Html {
                     </tr>
                 }) }
                 <tr class="sum"><td>{ t.total }</td><td class="num">{ fmt_gib(e.device_total) }</td></tr>
+                if e.gpu_bytes(Component::AllocatorCache) > 0.0 {
+                    <tr class="need" title={t.fit_need_tip}><td>{ t.fit_need }</td><td class="num">{ fmt_gib(e.fit_need()) }</td></tr>
+                }
             </tbody>
         </table>
     }
