@@ -28,8 +28,6 @@ pub enum Change {
     FlashAttention,
     /// Fused linear + cross-entropy loss (Liger kernel).
     FusedLoss,
-    /// Pack sequences (fixed batch shapes), so the allocator stops caching blocks of many sizes.
-    PackSequences,
     /// 8-bit AdamW (bitsandbytes).
     Optimizer8bit,
     /// LoRA instead of full fine-tuning.
@@ -227,16 +225,6 @@ pub fn single_changes(form: &Form) -> Vec<(Change, Form, Vec<Caveat>)> {
             },
             vec![],
         );
-        if form.variable_lengths {
-            add(
-                Change::PackSequences,
-                Form {
-                    variable_lengths: false,
-                    ..form.clone()
-                },
-                vec![],
-            );
-        }
         if matches!(
             form.optimizer,
             Optimizer::Adamw | Optimizer::PagedAdamw | Optimizer::Adamw16

@@ -151,7 +151,7 @@ pub fn Inputs(props: &InputsProps) -> Html {
                         on_change={enum_setter(props, |f, p| f.precision = p)} />
                     <SelectField id="optimizer" label={t.optimizer} tip={t.optimizer_tip} value={id_of(&form.optimizer)}
                         options={opts(&[
-                            (Optimizer::Adamw, "AdamW (8 B)"), (Optimizer::Adamw16, t.opt_adamw16),
+                            (Optimizer::Adamw, t.opt_adamw), (Optimizer::Adamw16, t.opt_adamw16),
                             (Optimizer::Adamw8bit, "8-bit AdamW (2 B)"), (Optimizer::PagedAdamw, "Paged AdamW (8 B)"),
                             (Optimizer::PagedAdamw8bit, "Paged 8-bit AdamW (2 B)"), (Optimizer::Adafactor, "Adafactor"),
                             (Optimizer::SgdMomentum, t.opt_sgd_momentum), (Optimizer::Sgd, "SGD (0 B)"), (Optimizer::Lion, "Lion (4 B)")])}
