@@ -457,55 +457,69 @@ mod tests {
 
     #[test]
     fn run_details_read_from_notes() {
-        let with = |notes: &str, extra: Value| {
-            let mut case = serde_json::json!({ "notes": notes });
-            if let (Some(c), Some(e)) = (case.as_object_mut(), extra.as_object()) {
-                c.extend(e.clone());
-            }
-            case
-        };
-        let none = Value::Null;
-        assert!(uses_deepspeed(&with(
-            "finetune_ds.sh uses DeepSpeed ZeRO-3",
-            none.clone()
-        )));
-        assert!(uses_deepspeed(&with(
-            "passes ds_config_zero2.json",
-            none.clone()
-        )));
-        assert!(!uses_deepspeed(&with(
-            "sft_type full, no DeepSpeed; 1 GPU",
-            none.clone()
-        )));
-        assert!(uses_deepspeed(&with(
-            "",
-            serde_json::json!({ "zero_stage": 2 })
-        )));
-        assert!(!uses_deepspeed(&with(
-            "FSDP FULL_SHARD",
-            serde_json::json!({ "zero_stage": 3 })
-        )));
-        assert!(torch_at_most_2_1(&with(
-            "Hardware A100, PyTorch 2.1.0+cu121",
-            none.clone()
-        )));
-        assert!(torch_at_most_2_1(&with(
-            "(torch 1.13.1, flash_attn)",
-            none.clone()
-        )));
-        assert!(!torch_at_most_2_1(&with(
-            "torch 2.4.1, transformers 4.48",
-            none.clone()
-        )));
-        assert!(!torch_at_most_2_1(&with(
-            "torch tensors only",
-            none.clone()
-        )));
-        assert!(notes_say_model_parallel(&with(
-            "2 GPUs via device_map model parallel (not DDP)",
-            none.clone()
-        )));
-        assert!(!notes_say_model_parallel(&with("DDP over 2 GPUs", none)));
+        type Reader = fn(&Value) -> bool;
+        let cases: [(Reader, &str, Value, bool); 11] = [
+            (
+                uses_deepspeed,
+                "finetune_ds.sh uses DeepSpeed ZeRO-3",
+                Value::Null,
+                true,
+            ),
+            (
+                uses_deepspeed,
+                "passes ds_config_zero2.json",
+                Value::Null,
+                true,
+            ),
+            (
+                uses_deepspeed,
+                "sft_type full, no DeepSpeed",
+                Value::Null,
+                false,
+            ),
+            (uses_deepspeed, "", serde_json::json!(2), true),
+            (
+                uses_deepspeed,
+                "FSDP FULL_SHARD",
+                serde_json::json!(3),
+                false,
+            ),
+            (
+                torch_at_most_2_1,
+                "A100, PyTorch 2.1.0+cu121",
+                Value::Null,
+                true,
+            ),
+            (
+                torch_at_most_2_1,
+                "(torch 1.13.1, flash_attn)",
+                Value::Null,
+                true,
+            ),
+            (
+                torch_at_most_2_1,
+                "torch 2.4.1, transformers 4.48",
+                Value::Null,
+                false,
+            ),
+            (torch_at_most_2_1, "torch tensors only", Value::Null, false),
+            (
+                notes_say_model_parallel,
+                "device_map model parallel (not DDP)",
+                Value::Null,
+                true,
+            ),
+            (
+                notes_say_model_parallel,
+                "DDP over 2 GPUs",
+                Value::Null,
+                false,
+            ),
+        ];
+        for (read, notes, zero_stage, expected) in cases {
+            let case = serde_json::json!({ "notes": notes, "zero_stage": zero_stage });
+            assert_eq!(read(&case), expected, "{notes} / {zero_stage}");
+        }
     }
 
     #[test]
