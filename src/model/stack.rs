@@ -162,8 +162,9 @@ impl Stack {
     /// Besides [`Stack::loss`], [`Stack::upcasts_non_quantized`], [`Stack::optimizer_step_temp`] and
     /// [`Stack::checkpointing`] and [`Stack::frozen_sharding`]: litgpt and torchtune train in pure bf16
     /// (`--precision bf16-true`, `dtype: bf16`); DeepSpeed's ZeRO optimizers always step fp32 master
-    /// partitions (`deepspeed/runtime/zero/stage_1_and_2.py` `single_partition_of_fp32_groups`), so its
-    /// preset is mixed precision.
+    /// partitions (`deepspeed/runtime/zero/stage_1_and_2.py` `single_partition_of_fp32_groups`), and
+    /// accelerate ≥ 0.30 upcasts FSDP's 16-bit sharded weights to fp32 when mixed precision is on
+    /// (huggingface/accelerate#2674), so both presets are mixed precision.
     pub fn apply_defaults(self, job: &mut Job) {
         job.stack = self;
         job.loss = self.loss();
@@ -173,7 +174,7 @@ impl Stack {
         job.frozen_sharding = self.frozen_sharding();
         match self {
             Stack::Litgpt | Stack::Torchtune => job.precision = Precision::Pure16,
-            Stack::Deepspeed => job.precision = Precision::Mixed,
+            Stack::Deepspeed | Stack::Fsdp => job.precision = Precision::Mixed,
             _ => {}
         }
     }
