@@ -146,7 +146,10 @@ impl Form {
         self.stack = stack;
         self.loss = job.loss;
         self.checkpointing = job.checkpointing;
-        if matches!(stack, Stack::Litgpt | Stack::Torchtune | Stack::Deepspeed | Stack::Fsdp) {
+        if matches!(
+            stack,
+            Stack::Litgpt | Stack::Torchtune | Stack::Deepspeed | Stack::Fsdp
+        ) {
             self.precision = job.precision;
         }
     }

@@ -262,13 +262,6 @@ fn arch_editor(props: &InputsProps) -> Html {
                 error_text={t.bad_number} on_change={setter(props, f)} />
         }
     };
-    let on_tied = {
-        let set = setter(props, |f, v: bool| f.custom_arch.tied_embeddings = v);
-        Callback::from(move |e: Event| {
-            let input: web_sys::HtmlInputElement = e.target_unchecked_into();
-            set.emit(input.checked());
-        })
-    };
     html! {
         <div class="arch" id="arch-editor">
             <span class="label">{ t.arch_title }</span>
@@ -281,11 +274,30 @@ fn arch_editor(props: &InputsProps) -> Html {
                 { field("arch-intermediate", t.intermediate, t.units_dims, a.intermediate, 1, |f, v| f.custom_arch.intermediate = v) }
                 { field("arch-vocab", t.vocab, t.tokens, a.vocab, 1, |f, v| f.custom_arch.vocab = v) }
             </div>
-            <label class="check" for="arch-tied">
-                <input id="arch-tied" type="checkbox" checked={a.tied_embeddings} onchange={on_tied} />
-                { t.tied }
-            </label>
+            { check(props, "arch-tied", t.tied, t.tied, a.tied_embeddings, |f, v| f.custom_arch.tied_embeddings = v) }
         </div>
+    }
+}
+
+/// A checkbox bound to one boolean of the form.
+fn check(
+    props: &InputsProps,
+    id: &'static str,
+    label: &'static str,
+    tip: &'static str,
+    checked: bool,
+    set: fn(&mut Form, bool),
+) -> Html {
+    let set = setter(props, set);
+    let on_change = Callback::from(move |e: Event| {
+        let input: web_sys::HtmlInputElement = e.target_unchecked_into();
+        set.emit(input.checked());
+    });
+    html! {
+        <label class="check" for={id} title={tip}>
+            <input {id} type="checkbox" {checked} onchange={on_change} />
+            { label }
+        </label>
     }
 }
 
@@ -319,6 +331,13 @@ fn lora_inputs(props: &InputsProps) -> Html {
                         </label>
                     }
                 }) }
+            </div>
+            <div class="field targets">
+                <span class="label">{ t.lora_extras }</span>
+                { check(props, "lora-embed", t.train_embed, t.train_embed_tip, form.train_embed, |f, v| f.train_embed = v) }
+                { check(props, "lora-head", t.train_head, t.train_embed_tip, form.train_lm_head, |f, v| f.train_lm_head = v) }
+                { check(props, "lora-dora", "DoRA", t.dora_tip, form.dora, |f, v| f.dora = v) }
+                { check(props, "lora-dropout", t.dropout, t.dropout_tip, form.lora_dropout, |f, v| f.lora_dropout = v) }
             </div>
         </>
     }

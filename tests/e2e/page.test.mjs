@@ -57,6 +57,11 @@ test('a user picks a setup, shares the link, and the link restores it', async ()
   await page.selectOption('#gpu', 'rtx-3090');
   await page.fill('#batch', '8');
   await page.waitForFunction(() => location.search.includes('batch=8'));
+  // The LoRA checkboxes and the batch-length choice reach the link (and come back from it below).
+  await page.check('#lora-dora');
+  await page.waitForFunction(() => location.search.includes('dora=1'));
+  await page.selectOption('#shapes', 'fixed');
+  await page.waitForFunction(() => location.search.includes('varlen=0'));
   const verdict = await page.textContent('#verdict');
   const table = await page.textContent('#breakdown');
   assert.match(verdict, /GiB/);
@@ -84,6 +89,8 @@ test('a user picks a setup, shares the link, and the link restores it', async ()
   assert.equal(await other.textContent('#verdict'), verdict);
   assert.equal(await other.textContent('#breakdown'), table);
   assert.equal(await other.inputValue('#batch'), '8');
+  assert.ok(await other.isChecked('#lora-dora'));
+  assert.equal(await other.inputValue('#shapes'), 'fixed');
   await fresh.close();
   await context.close();
 });
