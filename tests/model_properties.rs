@@ -288,7 +288,7 @@ fn variable_lengths_raise_only_the_reserve() {
     assert!(extra > 0.0);
     // That extra is cache the allocator frees before an OOM: what the job needs to run is unchanged.
     assert!((varied.gpu_bytes(Component::AllocatorCache) - extra).abs() < 1.0);
-    assert!((varied.fit_need() - fixed.device_total).abs() < 1.0);
+    assert!((varied.fit_need - fixed.device_total).abs() < 1.0);
 }
 
 /// Generation re-allocates the growing KV cache every step: about one more cache stays reserved.

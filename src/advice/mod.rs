@@ -62,7 +62,7 @@ impl Verdict {
 
 /// Compares an estimate with a GPU's usable memory and the machine's RAM (both in bytes).
 pub fn verdict(est: &Estimate, vram_have: f64, ram_have: f64) -> Verdict {
-    let vram_need = est.fit_need();
+    let vram_need = est.fit_need;
     let ram_need = est.host_total;
     let vram_short = vram_need > vram_have;
     let ram_short = ram_need > ram_have;
@@ -208,7 +208,7 @@ mod tests {
     #[test]
     fn verdict_thresholds() {
         let est = estimate(&Job::default());
-        let need = est.fit_need();
+        let need = est.fit_need;
         assert_eq!(verdict(&est, need * 2.0, 1e15).fit, Fit::Fits);
         assert_eq!(verdict(&est, need * 1.05, 1e15).fit, Fit::Tight);
         assert_eq!(verdict(&est, need * 0.9, 1e15).fit, Fit::VramShort);

@@ -138,6 +138,10 @@ pub struct Estimate {
     pub peak_reserved: f64,
     /// What nvidia-smi shows for the process: reserved + CUDA context (+ paged optimizer states), bytes.
     pub device_total: f64,
+    /// What one GPU must have for the job to run, bytes: the device total less the cached blocks of other
+    /// shapes ([`Component::AllocatorCache`]), which the allocator frees and retries with before it
+    /// reports out-of-memory.
+    pub fit_need: f64,
     /// When the peak happens.
     pub phase: Phase,
     /// Host RAM for the whole machine (all ranks), by component.
@@ -160,12 +164,6 @@ impl Estimate {
             .filter(|p| p.component == c)
             .map(|p| p.bytes)
             .sum()
-    }
-
-    /// What one GPU must have for the job to run: the device total less the cached blocks of other
-    /// shapes, which the allocator frees and retries with before it reports out-of-memory.
-    pub fn fit_need(&self) -> f64 {
-        self.device_total - self.gpu_bytes(Component::AllocatorCache)
     }
 }
 
@@ -836,6 +834,7 @@ pub fn estimate(job: &Job) -> Estimate {
         peak_allocated,
         peak_reserved,
         device_total,
+        fit_need: device_total - cache,
         phase,
         host,
         host_total,

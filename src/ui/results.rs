@@ -170,7 +170,7 @@ fn table(lang: Lang, e: &Estimate) -> Html {
                 }) }
                 <tr class="sum"><td>{ t.total }</td><td class="num">{ fmt_gib(e.device_total) }</td></tr>
                 if e.gpu_bytes(Component::AllocatorCache) > 0.0 {
-                    <tr class="need" title={t.fit_need_tip}><td>{ t.fit_need }</td><td class="num">{ fmt_gib(e.fit_need()) }</td></tr>
+                    <tr class="need" title={t.fit_need_tip}><td>{ t.fit_need }</td><td class="num">{ fmt_gib(e.fit_need) }</td></tr>
                 }
             </tbody>
         </table>

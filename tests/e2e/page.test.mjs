@@ -76,9 +76,10 @@ test('a user picks a setup, shares the link, and the link restores it', async ()
     const e = window.vramfit.estimate({ model: 'llama-3.1-8b', mode: 'qlora', micro_batch: 1 });
     let thrown = '';
     try { window.vramfit.estimate({ seq_len: 'long' }); } catch (err) { thrown = err.message; }
-    return { total: e.device_total, parts: e.gpu.length, thrown };
+    return { total: e.device_total, need: e.fit_need, parts: e.gpu.length, thrown };
   });
   assert.ok(api.total > 4 * 2 ** 30 && api.parts > 3, JSON.stringify(api));
+  assert.ok(api.need > 4 * 2 ** 30 && api.need <= api.total, JSON.stringify(api));
   assert.match(api.thrown, /seq_len/);
   assert.deepEqual(problems, []);
 
