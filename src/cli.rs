@@ -148,6 +148,13 @@ pub fn render_estimate(e: &Estimate) -> String {
         fmt_gib(e.peak_reserved),
         fmt_gib(e.device_total)
     ));
+    if e.fit_need < e.device_total {
+        out.push_str(&format!(
+            "  {:<38}{:>12}\n",
+            "needed to run (reclaimable cache freed)",
+            fmt_gib(e.fit_need)
+        ));
+    }
     out.push_str("\nhost RAM (all processes):\n");
     for p in &e.host {
         out.push_str(&format!(
