@@ -16,19 +16,25 @@ fn job_strategy() -> impl Strategy<Value = Job> {
             AttentionImpl::Flash2,
         ]),
         prop::sample::select(vec![Checkpointing::Off, Checkpointing::Layer]),
+        prop::sample::select(vec![Precision::Pure16, Precision::Mixed]),
+        any::<bool>(),
     )
-        .prop_map(|(mode, batch, seq, rank, attention, checkpointing)| Job {
-            mode,
-            micro_batch: batch,
-            seq_len: seq,
-            lora: Lora {
-                rank,
-                ..Lora::default()
+        .prop_map(
+            |(mode, batch, seq, rank, attention, checkpointing, precision, variable_lengths)| Job {
+                mode,
+                micro_batch: batch,
+                seq_len: seq,
+                lora: Lora {
+                    rank,
+                    ..Lora::default()
+                },
+                attention,
+                checkpointing,
+                precision,
+                variable_lengths,
+                ..Job::default()
             },
-            attention,
-            checkpointing,
-            ..Job::default()
-        })
+        )
 }
 
 fn total(job: &Job) -> f64 {
@@ -59,14 +65,27 @@ proptest! {
     }
 
     #[test]
-    fn sharding_helps_with_more_gpus(gpus in 2u32..64) {
-        let job = Job { mode: Mode::Full, gpus, ..Job::default() };
+    fn sharding_helps_with_more_gpus(
+        gpus in 2u32..64,
+        mode in prop::sample::select(vec![Mode::Full, Mode::Lora]),
+        frozen_sharding in prop::sample::select(vec![
+            FrozenSharding::Separate,
+            FrozenSharding::SharedFlat,
+            FrozenSharding::SharedFlatNoReshard,
+        ]),
+    ) {
+        let job = Job { mode, gpus, frozen_sharding, ..Job::default() };
         let z1 = total(&Job { parallelism: Parallelism::Zero1, ..job.clone() });
         let z2 = total(&Job { parallelism: Parallelism::Zero2, ..job.clone() });
         let z3 = total(&Job { parallelism: Parallelism::Zero3, ..job.clone() });
-        prop_assert!(z2 <= z1 && z3 <= z2 + 1.0, "{z1} {z2} {z3}");
+        prop_assert!(z2 <= z1, "{z1} {z2}");
+        // FSDP1 LoRA with a shared FlatParameter keeps gradients for the frozen weights (and on PyTorch ≤ 2.1
+        // ends up with them whole): on two GPUs it really can need more than ZeRO-2, as the FSDP docs warn.
+        if mode == Mode::Full || frozen_sharding == FrozenSharding::Separate {
+            prop_assert!(z3 <= z2 + 1.0, "{z2} {z3}");
+        }
         let z3_more = total(&Job { parallelism: Parallelism::Zero3, gpus: gpus + 1, ..job.clone() });
-        prop_assert!(z3_more <= z3);
+        prop_assert!(z3_more <= z3 + 1.0, "{z3} {z3_more}");
     }
 
     #[test]
