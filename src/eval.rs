@@ -159,6 +159,19 @@ fn torch_at_most_2_1(case: &Value) -> bool {
     })
 }
 
+/// The prompt and generated token counts a case's notes give as "prompt 512 + exactly 512 new tokens".
+fn notes_prompt_and_new_tokens(case: &Value) -> Option<(u32, u32)> {
+    let notes = s(case, "notes")?.to_ascii_lowercase();
+    let rest = &notes[notes.find("prompt ")? + "prompt ".len()..];
+    let (prompt, rest) = rest.split_once(" + ")?;
+    let rest = rest.strip_prefix("exactly ").unwrap_or(rest);
+    let (new, rest) = rest.split_once(' ')?;
+    if !rest.starts_with("new tokens") {
+        return None;
+    }
+    Some((prompt.trim().parse().ok()?, new.parse().ok()?))
+}
+
 /// Whether a case's notes say its `seq_len` counts generated tokens rather than prompt tokens.
 fn notes_say_generated_tokens(case: &Value) -> bool {
     s(case, "notes")
@@ -342,7 +355,10 @@ pub fn job_from_case(case: &Value) -> Result<Job, String> {
     };
     if job.mode == Mode::Inference {
         job.inference.batch = job.micro_batch;
-        if notes_say_generated_tokens(case) {
+        if let Some((prompt, new)) = notes_prompt_and_new_tokens(case) {
+            job.inference.prompt_tokens = prompt;
+            job.inference.new_tokens = new;
+        } else if notes_say_generated_tokens(case) {
             // The length counts generated tokens after an unstated, short prompt: the cache grows one
             // token at a time and no prompt-length attention matrix is ever built.
             job.inference.prompt_tokens = 1;
@@ -520,6 +536,14 @@ mod tests {
             let case = serde_json::json!({ "notes": notes, "zero_stage": zero_stage });
             assert_eq!(read(&case), expected, "{notes} / {zero_stage}");
         }
+        let tokens =
+            |notes: &str| notes_prompt_and_new_tokens(&serde_json::json!({ "notes": notes }));
+        assert_eq!(
+            tokens("prompt 512 + exactly 512 new tokens (seq_len=total)"),
+            Some((512, 512))
+        );
+        assert_eq!(tokens("a prompt + 60 new tokens"), None);
+        assert_eq!(tokens("prompt 100 + 20 more"), None);
     }
 
     #[test]
