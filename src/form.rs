@@ -2,8 +2,8 @@
 
 use crate::catalog;
 use crate::model::{
-    Architecture, AttentionImpl, Checkpointing, Job, KvDtype, LossImpl, Mode, Module, Offload,
-    Optimizer, Parallelism, Precision, Stack, WeightFormat,
+    Architecture, AttentionImpl, Checkpointing, Job, KvDtype, Lora, LossImpl, Mode, Module,
+    Offload, Optimizer, Parallelism, Precision, Stack, WeightFormat,
 };
 use serde::{Deserialize, Serialize};
 
@@ -116,12 +116,7 @@ impl Form {
         } else {
             self.optimizer
         };
-        job.lora.rank = self.lora_rank;
-        job.lora.targets = self.lora_targets.clone();
-        job.lora.train_embed = self.train_embed;
-        job.lora.train_lm_head = self.train_lm_head;
-        job.lora.dora = self.dora;
-        job.lora.dropout = self.lora_dropout;
+        job.lora = self.lora();
         job.micro_batch = self.micro_batch;
         job.seq_len = self.seq_len;
         job.grad_accum = self.grad_accum;
@@ -137,6 +132,32 @@ impl Form {
         job.inference.batch = self.concurrent;
         job.inference.kv_dtype = self.kv_dtype;
         job
+    }
+
+    /// The LoRA settings this form describes.
+    pub fn lora(&self) -> Lora {
+        Lora {
+            rank: self.lora_rank,
+            targets: self.lora_targets.clone(),
+            train_embed: self.train_embed,
+            train_lm_head: self.train_lm_head,
+            dora: self.dora,
+            dropout: self.lora_dropout,
+        }
+    }
+
+    /// Takes an adapter's LoRA settings (an imported `adapter_config.json`), switching to LoRA if the
+    /// method trained no adapters.
+    pub fn set_lora(&mut self, lora: Lora) {
+        if !matches!(self.mode, Mode::Lora | Mode::Qlora) {
+            self.mode = Mode::Lora;
+        }
+        self.lora_rank = lora.rank;
+        self.lora_targets = lora.targets;
+        self.train_embed = lora.train_embed;
+        self.train_lm_head = lora.train_lm_head;
+        self.dora = lora.dora;
+        self.lora_dropout = lora.dropout;
     }
 
     /// Switches the training stack and takes its defaults for the fields a stack decides.

@@ -6,7 +6,9 @@
 //! `intermediate_size` twice the real MLP width; MoE fields of Mixtral/Qwen-MoE/DeepSeek; multimodal models
 //! nest the language model under `text_config`. Errors name the field; nothing here panics.
 
-use crate::model::{Architecture, AttentionKind, Biases, Mla, MlpKind, Module, Moe, WeightFormat};
+use crate::model::{
+    Architecture, AttentionKind, Biases, Lora, Mla, MlpKind, Module, Moe, WeightFormat,
+};
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -388,18 +390,9 @@ impl Reader<'_> {
 /// LoRA settings read from a PEFT `adapter_config.json`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AdapterSettings {
-    /// `r`.
-    pub rank: u32,
-    /// `target_modules`, mapped to the seven module kinds.
-    pub targets: Vec<Module>,
-    /// `modules_to_save` contains the input embedding.
-    pub train_embed: bool,
-    /// `modules_to_save` contains the LM head.
-    pub train_lm_head: bool,
-    /// `use_dora`.
-    pub dora: bool,
-    /// `lora_dropout > 0`.
-    pub dropout: bool,
+    /// `r`, `target_modules` (mapped to the seven module kinds), `modules_to_save` (embedding, LM head),
+    /// `use_dora` and `lora_dropout > 0`.
+    pub lora: Lora,
     /// Target names that map to no known module (reported, not fatal).
     pub unknown_targets: Vec<String>,
 }
@@ -503,15 +496,17 @@ pub fn parse_adapter_config(value: &Value) -> Result<AdapterSettings, ImportErro
         .unwrap_or_default();
     let has = |names: &[&str]| saved.iter().any(|s| names.iter().any(|n| s.ends_with(n)));
     Ok(AdapterSettings {
-        rank,
-        targets,
-        train_embed: has(&["embed_tokens", "wte", "word_embeddings", "embed_in"]),
-        train_lm_head: has(&["lm_head", "embed_out", "output_layer"]),
-        dora: r.bool("use_dora").unwrap_or(false),
-        dropout: obj
-            .get("lora_dropout")
-            .and_then(Value::as_f64)
-            .is_some_and(|p| p > 0.0),
+        lora: Lora {
+            rank,
+            targets,
+            train_embed: has(&["embed_tokens", "wte", "word_embeddings", "embed_in"]),
+            train_lm_head: has(&["lm_head", "embed_out", "output_layer"]),
+            dora: r.bool("use_dora").unwrap_or(false),
+            dropout: obj
+                .get("lora_dropout")
+                .and_then(Value::as_f64)
+                .is_some_and(|p| p > 0.0),
+        },
         unknown_targets,
     })
 }
@@ -612,15 +607,16 @@ mod tests {
         let ImportedFile::Adapter(a) = parse_any_text(text).unwrap() else {
             panic!("not read as an adapter")
         };
-        assert_eq!(a.rank, 64);
-        assert_eq!(a.targets, vec![Module::Q, Module::K, Module::V]);
-        assert!(a.train_lm_head && !a.train_embed && a.dropout && !a.dora);
+        let l = &a.lora;
+        assert_eq!(l.rank, 64);
+        assert_eq!(l.targets, vec![Module::Q, Module::K, Module::V]);
+        assert!(l.train_lm_head && !l.train_embed && l.dropout && !l.dora);
         assert_eq!(a.unknown_targets, vec!["mystery".to_string()]);
         let all = r#"{"r":8,"target_modules":"all-linear"}"#;
         let ImportedFile::Adapter(a) = parse_any_text(all).unwrap() else {
             panic!()
         };
-        assert_eq!(a.targets, Module::ALL.to_vec());
+        assert_eq!(a.lora.targets, Module::ALL.to_vec());
         assert!(matches!(parse_any_text(LLAMA), Ok(ImportedFile::Model(_))));
     }
 

@@ -109,15 +109,7 @@ pub fn import_setup(text: &str, base: &Form) -> Result<SetupImport, SetupError> 
 fn adapter(v: &Value, base: &Form) -> Result<SetupImport, SetupError> {
     let a = import::parse_adapter_config(v).map_err(|e| SetupError::BadJson(e.to_string()))?;
     let mut form = base.clone();
-    if !matches!(form.mode, Mode::Lora | Mode::Qlora) {
-        form.mode = Mode::Lora;
-    }
-    form.lora_rank = a.rank;
-    form.lora_targets = a.targets;
-    form.train_embed = a.train_embed;
-    form.train_lm_head = a.train_lm_head;
-    form.dora = a.dora;
-    form.lora_dropout = a.dropout;
+    form.set_lora(a.lora);
     Ok(SetupImport {
         form,
         format: "adapter-config",

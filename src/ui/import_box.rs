@@ -166,10 +166,10 @@ fn describe(lang: Lang, file: &ImportedFile) -> String {
             .replace("{name}", m.model_type.as_deref().unwrap_or("?"))
             .replace("{params}", &format!("{:.2}", m.arch.params().total / 1e9)),
         ImportedFile::Adapter(a) => {
-            let targets: Vec<String> = a.targets.iter().map(crate::share::enum_id).collect();
+            let targets: Vec<String> = a.lora.targets.iter().map(crate::share::enum_id).collect();
             let mut msg = t
                 .imported_adapter
-                .replace("{rank}", &a.rank.to_string())
+                .replace("{rank}", &a.lora.rank.to_string())
                 .replace("{targets}", &targets.join(", "));
             if !a.unknown_targets.is_empty() {
                 msg.push(' ');

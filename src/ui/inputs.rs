@@ -72,17 +72,7 @@ pub fn apply_import(form: &mut Form, file: ImportedFile) {
                 form.weights = w;
             }
         }
-        ImportedFile::Adapter(a) => {
-            if !matches!(form.mode, Mode::Lora | Mode::Qlora) {
-                form.mode = Mode::Lora;
-            }
-            form.lora_rank = a.rank;
-            form.lora_targets = a.targets;
-            form.train_embed = a.train_embed;
-            form.train_lm_head = a.train_lm_head;
-            form.dora = a.dora;
-            form.lora_dropout = a.dropout;
-        }
+        ImportedFile::Adapter(a) => form.set_lora(a.lora),
     }
 }
 
