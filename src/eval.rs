@@ -96,12 +96,15 @@ pub fn evaluate_jsonl(text: &str) -> Report {
     report
 }
 
-/// Whether a case ran under DeepSpeed: its notes name DeepSpeed (not as "no DeepSpeed") or a `ds_config`, or it used ZeRO stage 1
-/// or 2 (stages only DeepSpeed has; FSDP's full shard is recorded as stage 3).
+/// A case's notes, lower-cased for the readers below.
+fn notes(case: &Value) -> String {
+    s(case, "notes").unwrap_or("").to_ascii_lowercase()
+}
+
+/// Whether a case ran under DeepSpeed: its notes name DeepSpeed (not as "no DeepSpeed") or a `ds_config`,
+/// or it used ZeRO stage 1 or 2 (stages only DeepSpeed has; FSDP's full shard is recorded as stage 3).
 fn uses_deepspeed(case: &Value) -> bool {
-    let notes = s(case, "notes")
-        .unwrap_or("")
-        .to_ascii_lowercase()
+    let notes = notes(case)
         .replace("no deepspeed", "")
         .replace("without deepspeed", "");
     notes.contains("deepspeed")
@@ -114,8 +117,8 @@ fn uses_deepspeed(case: &Value) -> bool {
 /// accelerate ≥ 0.30 then upcasts 16-bit sharded trainable weights to fp32 and the optimizer steps fp32
 /// (huggingface/accelerate#2674, "Add Upcasting for FSDP in Mixed Precision").
 fn fsdp_with_amp(case: &Value) -> bool {
-    let notes = s(case, "notes").unwrap_or("");
-    notes.contains("FSDP") && (notes.contains("--bf16") || notes.contains("--fp16"))
+    let notes = notes(case);
+    notes.contains("fsdp") && (notes.contains("--bf16") || notes.contains("--fp16"))
 }
 
 /// A loss kernel the case's notes or quote name, replacing the stack's default loss.
@@ -145,7 +148,7 @@ fn loss_kernel_from_notes(case: &Value) -> Option<LossImpl> {
 
 /// Whether a case's notes name a PyTorch release of 2.1 or older ("PyTorch 2.1.0", "torch 2.0.1").
 fn torch_at_most_2_1(case: &Value) -> bool {
-    let notes = s(case, "notes").unwrap_or("").to_ascii_lowercase();
+    let notes = notes(case);
     ["pytorch ", "torch "].iter().any(|key| {
         notes.match_indices(key).any(|(at, _)| {
             let mut parts = notes[at + key.len()..]
@@ -161,7 +164,7 @@ fn torch_at_most_2_1(case: &Value) -> bool {
 
 /// The prompt and generated token counts a case's notes give as "prompt 512 + exactly 512 new tokens".
 fn notes_prompt_and_new_tokens(case: &Value) -> Option<(u32, u32)> {
-    let notes = s(case, "notes")?.to_ascii_lowercase();
+    let notes = notes(case);
     let rest = &notes[notes.find("prompt ")? + "prompt ".len()..];
     let (prompt, rest) = rest.split_once(" + ")?;
     let rest = rest.strip_prefix("exactly ").unwrap_or(rest);
@@ -174,15 +177,12 @@ fn notes_prompt_and_new_tokens(case: &Value) -> Option<(u32, u32)> {
 
 /// Whether a case's notes say its `seq_len` counts generated tokens rather than prompt tokens.
 fn notes_say_generated_tokens(case: &Value) -> bool {
-    s(case, "notes")
-        .unwrap_or("")
-        .to_ascii_lowercase()
-        .contains("seq_len = number of generated tokens")
+    notes(case).contains("seq_len = number of generated tokens")
 }
 
 /// Whether a case's notes say its GPUs split the model layer-wise (`device_map` model parallelism).
 fn notes_say_model_parallel(case: &Value) -> bool {
-    let notes = s(case, "notes").unwrap_or("").to_ascii_lowercase();
+    let notes = notes(case);
     notes.contains("device_map model parallel") || notes.contains("device_map model-parallel")
 }
 
@@ -246,7 +246,8 @@ pub fn job_from_case(case: &Value) -> Result<Job, String> {
     };
     // DeepSpeed's ZeRO optimizers always step fp32 partitions of the weights, even with `bf16.enabled`
     // (`deepspeed/runtime/zero/stage_1_and_2.py` `single_partition_of_fp32_groups`, `stage3.py`
-    // `fp32_partitioned_groups_flat`): a DeepSpeed run is mixed precision whatever the model was loaded in.
+    // `fp32_partitioned_groups_flat`), and accelerate upcasts FSDP's shards under mixed precision: such a
+    // run is mixed precision whatever the model was loaded in.
     if job.precision == Precision::Pure16 && (uses_deepspeed(case) || fsdp_with_amp(case)) {
         job.precision = Precision::Mixed;
     }
@@ -336,7 +337,7 @@ pub fn job_from_case(case: &Value) -> Result<Job, String> {
         Some("pipeline") => Parallelism::Pipeline,
         // Some records say `ddp` in the field while their own notes say the GPUs split the model
         // ("device_map model parallel (not DDP)"); the notes describe the run, so they win.
-        _ if notes_say_model_parallel(case) => Parallelism::Pipeline,
+        Some("ddp") if notes_say_model_parallel(case) => Parallelism::Pipeline,
         Some("tensor") => Parallelism::Tensor,
         _ => Parallelism::Ddp,
     };
