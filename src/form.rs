@@ -167,11 +167,8 @@ impl Form {
         self.stack = stack;
         self.loss = job.loss;
         self.checkpointing = job.checkpointing;
-        if matches!(
-            stack,
-            Stack::Litgpt | Stack::Torchtune | Stack::Deepspeed | Stack::Fsdp
-        ) {
-            self.precision = job.precision;
+        if let Some(precision) = stack.precision() {
+            self.precision = precision;
         }
     }
 

@@ -157,10 +157,19 @@ impl Stack {
         }
     }
 
+    /// The precision regime the stack imposes, if any (see [`Stack::apply_defaults`]).
+    pub fn precision(self) -> Option<Precision> {
+        match self {
+            Stack::Litgpt | Stack::Torchtune => Some(Precision::Pure16),
+            Stack::Deepspeed | Stack::Fsdp => Some(Precision::Mixed),
+            _ => None,
+        }
+    }
+
     /// Sets the job's stack-dependent defaults (the user may override each afterwards).
     ///
     /// Besides [`Stack::loss`], [`Stack::upcasts_non_quantized`], [`Stack::optimizer_step_temp`] and
-    /// [`Stack::checkpointing`] and [`Stack::frozen_sharding`]: litgpt and torchtune train in pure bf16
+    /// [`Stack::checkpointing`], [`Stack::frozen_sharding`] and [`Stack::precision`]: litgpt and torchtune train in pure bf16
     /// (`--precision bf16-true`, `dtype: bf16`); DeepSpeed's ZeRO optimizers always step fp32 master
     /// partitions (`deepspeed/runtime/zero/stage_1_and_2.py` `single_partition_of_fp32_groups`), and
     /// accelerate ≥ 0.30 upcasts FSDP's 16-bit sharded weights to fp32 when mixed precision is on
@@ -172,10 +181,8 @@ impl Stack {
         job.optimizer_step_temp = self.optimizer_step_temp();
         job.checkpointing = self.checkpointing();
         job.frozen_sharding = self.frozen_sharding();
-        match self {
-            Stack::Litgpt | Stack::Torchtune => job.precision = Precision::Pure16,
-            Stack::Deepspeed | Stack::Fsdp => job.precision = Precision::Mixed,
-            _ => {}
+        if let Some(precision) = self.precision() {
+            job.precision = precision;
         }
     }
 }
