@@ -96,94 +96,43 @@ pub fn evaluate_jsonl(text: &str) -> Report {
     report
 }
 
-/// A case's notes, lower-cased for the readers below.
-fn notes(case: &Value) -> String {
-    s(case, "notes").unwrap_or("").to_ascii_lowercase()
-}
-
-/// Whether a case ran under DeepSpeed: its notes name DeepSpeed (not as "no DeepSpeed") or a `ds_config`,
-/// or it used ZeRO stage 1 or 2 (stages only DeepSpeed has; FSDP's full shard is recorded as stage 3).
+/// Whether a case ran under DeepSpeed: its `engine` field says so, or it used ZeRO stage 1 or 2 (stages only
+/// DeepSpeed has; FSDP's full shard is recorded as stage 3).
 fn uses_deepspeed(case: &Value) -> bool {
-    let notes = notes(case)
-        .replace("no deepspeed", "")
-        .replace("without deepspeed", "");
-    notes.contains("deepspeed")
-        || notes.contains("ds_config")
-        || notes.contains("ds_z")
-        || matches!(u(case, "zero_stage"), Some(1 | 2))
+    s(case, "engine") == Some("deepspeed") || matches!(u(case, "zero_stage"), Some(1 | 2))
 }
 
-/// Whether a case ran FSDP through accelerate with mixed precision switched on (`--bf16`/`--fp16`):
-/// accelerate ≥ 0.30 then upcasts 16-bit sharded trainable weights to fp32 and the optimizer steps fp32
-/// (huggingface/accelerate#2674, "Add Upcasting for FSDP in Mixed Precision").
+/// Whether a case ran FSDP through the HF Trainer, whose FSDP recipes (PEFT's and accelerate's FSDP guides)
+/// train with `--bf16`/`--fp16` mixed precision on: accelerate ≥ 0.30 then upcasts 16-bit sharded trainable
+/// weights to fp32 and the optimizer steps fp32 (huggingface/accelerate#2674, "Add Upcasting for FSDP in
+/// Mixed Precision").
 fn fsdp_with_amp(case: &Value) -> bool {
-    let notes = notes(case);
-    notes.contains("fsdp") && (notes.contains("--bf16") || notes.contains("--fp16"))
+    matches!(s(case, "engine"), Some("fsdp1" | "fsdp2")) && s(case, "framework") == Some("hf-trainer")
 }
 
-/// A loss kernel the case's notes or quote name, replacing the stack's default loss.
+/// The loss kernel a case's `loss_kernel` field names, replacing the stack's default loss (`standard` and
+/// null keep the stack's own).
 ///
-/// Liger's `FusedLinearCrossEntropy` never materializes the logits (Liger-Kernel README). fms-acceleration's
-/// FOAK plugin (`foak` configs, `fused_ops_and_kernels` with `fast_loss`) runs Unsloth's cross-entropy kernel
-/// on the 16-bit logits and writes their gradient in place: no fp32 copy, the same footprint class as a
-/// chunked loss (16-bit logits and a 16-bit gradient).
-fn loss_kernel_from_notes(case: &Value) -> Option<LossImpl> {
-    let text = format!(
-        "{} {}",
-        s(case, "notes").unwrap_or(""),
-        s(case, "quote").unwrap_or("")
-    )
-    .to_ascii_lowercase();
-    if text.contains("fusedlinearcrossentropy")
-        || text.contains("liger kernels on")
-        || text.contains("w/ liger")
-    {
-        Some(LossImpl::Fused)
-    } else if text.contains("foak") {
-        Some(LossImpl::Chunked)
-    } else {
-        None
+/// Liger's `FusedLinearCrossEntropy` and Apple's Cut Cross-Entropy never materialize the logits (Liger-Kernel
+/// README; Wijmans et al. 2024). Unsloth's cross-entropy kernel (also fms-acceleration's FOAK `fast_loss`) runs
+/// on the 16-bit logits and writes their gradient in place: no fp32 copy, the footprint class of a chunked
+/// loss (16-bit logits and a 16-bit gradient), as torchtune's and litgpt's chunked losses.
+fn loss_kernel(case: &Value) -> Option<LossImpl> {
+    match s(case, "loss_kernel")? {
+        "liger-flce" | "cut-cross-entropy" => Some(LossImpl::Fused),
+        "unsloth-ce" | "chunked" => Some(LossImpl::Chunked),
+        _ => None,
     }
 }
 
-/// Whether a case's notes name a PyTorch release of 2.1 or older ("PyTorch 2.1.0", "torch 2.0.1").
-fn torch_at_most_2_1(case: &Value) -> bool {
-    let notes = notes(case);
-    ["pytorch ", "torch "].iter().any(|key| {
-        notes.match_indices(key).any(|(at, _)| {
-            let mut parts = notes[at + key.len()..]
-                .split(|c: char| !c.is_ascii_digit())
-                .map(str::parse::<u32>);
-            matches!(
-                (parts.next(), parts.next()),
-                (Some(Ok(major)), Some(Ok(minor))) if major < 2 || (major == 2 && minor <= 1)
-            )
-        })
-    })
-}
-
-/// The prompt and generated token counts a case's notes give as "prompt 512 + exactly 512 new tokens".
-fn notes_prompt_and_new_tokens(case: &Value) -> Option<(u32, u32)> {
-    let notes = notes(case);
-    let rest = &notes[notes.find("prompt ")? + "prompt ".len()..];
-    let (prompt, rest) = rest.split_once(" + ")?;
-    let rest = rest.strip_prefix("exactly ").unwrap_or(rest);
-    let (new, rest) = rest.split_once(' ')?;
-    if !rest.starts_with("new tokens") {
-        return None;
+/// A `major.minor` version field (`"2.1.2"`, `"4.36"`), if the case states one.
+fn version(case: &Value, key: &str) -> Option<(u32, u32)> {
+    let mut parts = s(case, key)?.split('.').map(str::parse::<u32>);
+    match (parts.next(), parts.next()) {
+        (Some(Ok(major)), Some(Ok(minor))) => Some((major, minor)),
+        (Some(Ok(major)), None) => Some((major, 0)),
+        _ => None,
     }
-    Some((prompt.trim().parse().ok()?, new.parse().ok()?))
-}
-
-/// Whether a case's notes say its `seq_len` counts generated tokens rather than prompt tokens.
-fn notes_say_generated_tokens(case: &Value) -> bool {
-    notes(case).contains("seq_len = number of generated tokens")
-}
-
-/// Whether a case's notes say its GPUs split the model layer-wise (`device_map` model parallelism).
-fn notes_say_model_parallel(case: &Value) -> bool {
-    let notes = notes(case);
-    notes.contains("device_map model parallel") || notes.contains("device_map model-parallel")
 }
 
 fn s<'a>(case: &'a Value, key: &str) -> Option<&'a str> {
@@ -319,12 +268,14 @@ pub fn job_from_case(case: &Value) -> Result<Job, String> {
         Some(false) => job.checkpointing = Checkpointing::Off,
         None => job.checkpointing = job.stack.checkpointing(),
     }
-    job.attention = match b(case, "flash_attention") {
-        Some(true) => AttentionImpl::Flash2,
-        Some(false) => AttentionImpl::Eager,
-        None => AttentionImpl::Sdpa,
+    // The kernel the record names; without one, `flash_attention: true` still means a fused kernel that keeps
+    // no `s × s` matrix, and `false` the eager path.
+    job.attention = match (s(case, "attn_impl"), b(case, "flash_attention")) {
+        (Some("flash-attention-2"), _) | (None, Some(true)) => AttentionImpl::Flash2,
+        (Some("eager"), _) | (None, Some(false)) => AttentionImpl::Eager,
+        _ => AttentionImpl::Sdpa,
     };
-    if let Some(loss) = loss_kernel_from_notes(case) {
+    if let Some(loss) = loss_kernel(case) {
         job.loss = loss;
     }
     job.gpus = u(case, "num_gpus").unwrap_or(1).max(1);
@@ -335,9 +286,8 @@ pub fn job_from_case(case: &Value) -> Result<Job, String> {
             _ => Parallelism::Zero3,
         },
         Some("pipeline") => Parallelism::Pipeline,
-        // Some records say `ddp` in the field while their own notes say the GPUs split the model
-        // ("device_map model parallel (not DDP)"); the notes describe the run, so they win.
-        Some("ddp") if notes_say_model_parallel(case) => Parallelism::Pipeline,
+        // HF `device_map` splits the layers over the GPUs, whatever the `parallel` field says.
+        _ if s(case, "engine") == Some("device-map") => Parallelism::Pipeline,
         Some("tensor") => Parallelism::Tensor,
         _ => Parallelism::Ddp,
     };
@@ -346,7 +296,9 @@ pub fn job_from_case(case: &Value) -> Result<Job, String> {
             job.gpus = d.max(1);
         }
     }
-    if job.frozen_sharding == FrozenSharding::SharedFlat && torch_at_most_2_1(case) {
+    if job.frozen_sharding == FrozenSharding::SharedFlat
+        && version(case, "torch_version").is_some_and(|v| v <= (2, 1))
+    {
         job.frozen_sharding = FrozenSharding::SharedFlatNoReshard;
     }
     job.offload = match s(case, "offload") {
@@ -356,18 +308,16 @@ pub fn job_from_case(case: &Value) -> Result<Job, String> {
     };
     if job.mode == Mode::Inference {
         job.inference.batch = job.micro_batch;
-        if let Some((prompt, new)) = notes_prompt_and_new_tokens(case) {
-            job.inference.prompt_tokens = prompt;
-            job.inference.new_tokens = new;
-        } else if notes_say_generated_tokens(case) {
-            // The length counts generated tokens after an unstated, short prompt: the cache grows one
-            // token at a time and no prompt-length attention matrix is ever built.
-            job.inference.prompt_tokens = 1;
-            job.inference.new_tokens = job.seq_len;
-        } else {
-            job.inference.prompt_tokens = job.seq_len;
-            job.inference.new_tokens = 0;
-        }
+        // `seq_len` is the whole sequence; a record that states only the generated tokens had a short,
+        // unstated prompt (the cache grows one token at a time, no prompt-length matrix is built).
+        let new = u(case, "new_tokens");
+        let prompt = u(case, "prompt_tokens").or_else(|| match (u(case, "seq_len"), new) {
+            (Some(total), Some(new)) if total > new => Some(total - new),
+            (_, Some(_)) => Some(1),
+            (total, None) => total,
+        });
+        job.inference.prompt_tokens = prompt.unwrap_or(job.seq_len).max(1);
+        job.inference.new_tokens = new.unwrap_or(0);
         job.inference.kv_dtype = match s(case, "kv_cache_dtype") {
             Some("fp8") => KvDtype::Fp8,
             Some("int8") => KvDtype::Int8,
@@ -473,78 +423,32 @@ mod tests {
     }
 
     #[test]
-    fn run_details_read_from_notes() {
-        type Reader = fn(&Value) -> bool;
-        let cases: [(Reader, &str, Value, bool); 11] = [
-            (
-                uses_deepspeed,
-                "finetune_ds.sh uses DeepSpeed ZeRO-3",
-                Value::Null,
-                true,
-            ),
-            (
-                uses_deepspeed,
-                "passes ds_config_zero2.json",
-                Value::Null,
-                true,
-            ),
-            (
-                uses_deepspeed,
-                "sft_type full, no DeepSpeed",
-                Value::Null,
-                false,
-            ),
-            (uses_deepspeed, "", serde_json::json!(2), true),
-            (
-                uses_deepspeed,
-                "FSDP FULL_SHARD",
-                serde_json::json!(3),
-                false,
-            ),
-            (
-                torch_at_most_2_1,
-                "A100, PyTorch 2.1.0+cu121",
-                Value::Null,
-                true,
-            ),
-            (
-                torch_at_most_2_1,
-                "(torch 1.13.1, flash_attn)",
-                Value::Null,
-                true,
-            ),
-            (
-                torch_at_most_2_1,
-                "torch 2.4.1, transformers 4.48",
-                Value::Null,
-                false,
-            ),
-            (torch_at_most_2_1, "torch tensors only", Value::Null, false),
-            (
-                notes_say_model_parallel,
-                "device_map model parallel (not DDP)",
-                Value::Null,
-                true,
-            ),
-            (
-                notes_say_model_parallel,
-                "DDP over 2 GPUs",
-                Value::Null,
-                false,
-            ),
-        ];
-        for (read, notes, zero_stage, expected) in cases {
-            let case = serde_json::json!({ "notes": notes, "zero_stage": zero_stage });
-            assert_eq!(read(&case), expected, "{notes} / {zero_stage}");
-        }
-        let tokens =
-            |notes: &str| notes_prompt_and_new_tokens(&serde_json::json!({ "notes": notes }));
-        assert_eq!(
-            tokens("prompt 512 + exactly 512 new tokens (seq_len=total)"),
-            Some((512, 512))
-        );
-        assert_eq!(tokens("a prompt + 60 new tokens"), None);
-        assert_eq!(tokens("prompt 100 + 20 more"), None);
+    fn run_details_read_from_fields() {
+        use serde_json::json;
+        assert!(uses_deepspeed(&json!({ "engine": "deepspeed" })));
+        assert!(uses_deepspeed(&json!({ "engine": null, "zero_stage": 2 })));
+        assert!(!uses_deepspeed(&json!({ "engine": "fsdp1", "zero_stage": 3 })));
+        assert!(fsdp_with_amp(&json!({ "engine": "fsdp2", "framework": "hf-trainer" })));
+        assert!(!fsdp_with_amp(&json!({ "engine": "fsdp1", "framework": "litgpt" })));
+        assert_eq!(version(&json!({ "torch_version": "2.1.2" }), "torch_version"), Some((2, 1)));
+        assert_eq!(version(&json!({ "transformers_version": "4.36" }), "transformers_version"), Some((4, 36)));
+        assert_eq!(version(&json!({ "torch_version": "nightly" }), "torch_version"), None);
+        assert_eq!(loss_kernel(&json!({ "loss_kernel": "liger-flce" })), Some(LossImpl::Fused));
+        assert_eq!(loss_kernel(&json!({ "loss_kernel": "unsloth-ce" })), Some(LossImpl::Chunked));
+        assert_eq!(loss_kernel(&json!({ "loss_kernel": "standard" })), None);
+        let tokens = |case: Value| {
+            let base = json!({ "task": "inference", "model": "gpt2", "config": null });
+            let mut case = case;
+            for (k, v) in base.as_object().unwrap() {
+                case[k] = v.clone();
+            }
+            let job = job_from_case(&case).unwrap();
+            (job.inference.prompt_tokens, job.inference.new_tokens)
+        };
+        assert_eq!(tokens(json!({ "prompt_tokens": 512, "new_tokens": 64, "seq_len": 576 })), (512, 64));
+        assert_eq!(tokens(json!({ "new_tokens": 64, "seq_len": 576 })), (512, 64));
+        assert_eq!(tokens(json!({ "new_tokens": 256, "seq_len": 256 })), (1, 256));
+        assert_eq!(tokens(json!({ "seq_len": 300 })), (300, 0));
     }
 
     #[test]

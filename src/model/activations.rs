@@ -23,94 +23,135 @@ fn weights_trained(job: &Job) -> bool {
     matches!(job.mode, Mode::Full | Mode::Freeze)
 }
 
-fn adapted(job: &Job, m: Module) -> bool {
-    matches!(job.mode, Mode::Lora | Mode::Qlora) && job.lora.targets.contains(&m)
+/// Whether the working weights are fp32 under bf16/fp16 autocast (HF Trainer AMP on an fp32-loaded model):
+/// the residual stream is then fp32 and every matmul casts its input to 16-bit.
+pub fn autocast_over_fp32(job: &Job) -> bool {
+    job.precision == Precision::Mixed && !job.weights.is_quantized()
 }
 
 /// Bytes one decoder layer keeps for backward, per token, excluding the eager `s × s` attention matrices.
 ///
-/// With `ab` the activation element size:
-/// - each norm (HF `LlamaRMSNorm`): the fp32 copy of its input, 4h (ab·h when already fp32), plus the
-///   normalized 16-bit tensor ab·h when the norm weight is trained; LayerNorm keeps its input, ab·h;
-/// - a linear layer keeps its input when its weight is trained or it carries a LoRA adapter; q/k/v share one
-///   input (the norm output, ab·h); `o` takes a contiguous copy of the attention output (ab·q);
-/// - LoRA dropout (`lora_dropout > 0`) keeps a dropped copy (ab) and a mask (1 B) of each adapted input;
-/// - attention kernel: SDPA/FlashAttention keep q, k, v and the output; HF's SDPA and eager paths first
-///   expand K/V to all query heads (`repeat_kv`), the FlashAttention-2 path does not;
-/// - gated MLP: gate output, up output and activation output (3·ab·i), the product when `down` is trained or
-///   adapted; plain MLP: the pre-activation (ab·i) and the activation output when `down` needs it;
+/// Each entry is a tensor autograd saves, read off the saved-tensor hooks of a real transformers 5 / PEFT 0.21
+/// / torch 2.15 decoder layer on fake tensors (`scripts/golden-grid.py`'s oracle; HF `LlamaDecoderLayer`,
+/// `LlamaRMSNorm`, `sdpa_attention_forward`, PEFT `lora.Linear.forward`), with `ab` the compute element size
+/// and `rb` the residual stream's (4 under autocast over fp32 weights):
+/// - RMSNorm: the fp32 copy of its input that `pow` saves (4h), and the normalized tensor (rb·h) when the norm
+///   weight trains; LayerNorm keeps its input (ab·h);
+/// - a linear layer whose weight trains keeps its 16-bit input (ab·d_in); modules fed the same tensor (q/k/v,
+///   gate/up) share it, except under autocast, where each matmul saves its own 16-bit cast;
+/// - a LoRA adapter keeps its own cast of the input: fp32 in 16-bit training (PEFT casts `x` to the fp32
+///   adapter dtype), a 16-bit autocast copy under AMP; `lora_dropout` adds its 1-byte mask; `lora_A`'s output
+///   (4·r) is kept too;
+/// - SDPA (flash/efficient) and FlashAttention-2 keep q, k, v at their own widths (transformers passes GQA
+///   to the kernel, no `repeat_kv`) and the output, which `o_proj` reads without a copy; eager attention keeps
+///   q and the repeated k and v, and `o_proj` a contiguous copy of its input when its weight trains;
+/// - gated MLP: the gate output (saved by the activation), the activation and up outputs (saved by their
+///   product), and the product when `down` trains (ab·i each); plain MLP: the pre-activation and the
+///   activation output when `down` needs it;
 /// - MoE: the MLP part once per active expert, plus shared experts.
 pub fn layer_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
     let ab = act_bytes(job);
+    let amp = autocast_over_fp32(job);
+    let rb = if amp { 4.0 } else { ab };
     let h = f64::from(arch.hidden);
     let q = arch.q_width();
     let kv = arch.kv_width();
     let trained = weights_trained(job);
-    let needs = |m: Module| trained || adapted(job, m);
+    let lora = matches!(job.mode, Mode::Lora | Mode::Qlora);
+    // Bytes a LoRA adapter keeps per input element: its cast of the input, plus the dropout mask.
+    let adapter_in = if amp { 2.0 } else { 4.0 } + if job.lora.dropout { 1.0 } else { 0.0 };
+    let rank_out = 4.0 * f64::from(job.lora.rank);
+    let adapter = |m: Module, d_in: f64| -> f64 {
+        if lora && job.lora.targets.contains(&m) {
+            adapter_in * d_in + rank_out
+        } else {
+            0.0
+        }
+    };
+    // Inputs a trained weight saves, for a group of modules fed one tensor.
+    let shared_input = |count: f64, d_in: f64| -> f64 {
+        if !trained {
+            0.0
+        } else if amp {
+            count * ab * d_in
+        } else {
+            ab * d_in
+        }
+    };
 
     let norm = if arch.layer_norm {
         ab * h
     } else {
-        (if ab < 4.0 { 4.0 * h } else { ab * h }) + if trained { ab * h } else { 0.0 }
+        4.0 * h + if trained { rb * h } else { 0.0 }
     };
     let norms = norm * f64::from(arch.norms_per_layer.clamp(1, 4));
 
     // Attention block.
-    let mut attn = 0.0;
-    if needs(Module::Q) || needs(Module::K) || needs(Module::V) {
-        attn += ab * h;
-    }
-    let kv_kept = match job.attention {
-        AttentionImpl::Flash2 => kv,
-        AttentionImpl::Sdpa | AttentionImpl::Eager => q.max(kv),
+    let mut attn = shared_input(3.0, h);
+    attn += adapter(Module::Q, h) + adapter(Module::K, h) + adapter(Module::V, h) + adapter(Module::O, q);
+    attn += match job.attention {
+        AttentionImpl::Flash2 | AttentionImpl::Sdpa => ab * (2.0 * q + 2.0 * kv),
+        AttentionImpl::Eager => ab * 3.0 * q + if trained { ab * q } else { 0.0 },
     };
-    attn += ab * (q + 2.0 * kv_kept) + ab * q; // q, k, v and the kernel output
-    if needs(Module::O) {
-        attn += ab * q;
-    }
 
     // MLP block, per expert pass.
-    let mlp_width = |i: f64, down: bool| match arch.mlp {
-        MlpKind::Gated => 3.0 * ab * i + if down { ab * i } else { 0.0 },
-        MlpKind::Plain => ab * i + if down { ab * i } else { 0.0 },
+    let mlp_width = |i: f64| -> f64 {
+        let acts = match arch.mlp {
+            MlpKind::Gated => 3.0 * ab * i,
+            MlpKind::Plain => ab * i,
+        };
+        let down_in = if trained { ab * i } else { 0.0 } + adapter(Module::Down, i);
+        let gate_up_in = match arch.mlp {
+            MlpKind::Gated => shared_input(2.0, h) + adapter(Module::Gate, h) + adapter(Module::Up, h),
+            MlpKind::Plain => shared_input(1.0, h) + adapter(Module::Up, h),
+        };
+        acts + down_in + gate_up_in
     };
-    let mut mlp = if needs(Module::Gate) || needs(Module::Up) {
-        ab * h
-    } else {
-        0.0
-    };
-    let down = needs(Module::Down);
-    mlp += match arch.moe {
-        None => mlp_width(f64::from(arch.intermediate), down),
+    let mlp = match arch.moe {
+        None => mlp_width(f64::from(arch.intermediate)),
         Some(moe) => {
             let routed = f64::from(moe.active.min(moe.experts))
-                * (mlp_width(f64::from(moe.expert_intermediate), down) + ab * h);
-            routed + mlp_width(f64::from(moe.shared_intermediate), down)
+                * (mlp_width(f64::from(moe.expert_intermediate)) + ab * h);
+            let shared = if moe.shared_intermediate > 0 {
+                mlp_width(f64::from(moe.shared_intermediate))
+            } else {
+                0.0
+            };
+            routed + shared
         }
     };
 
-    // LoRA dropout copies, one per adapted module's input.
-    let mut dropout = 0.0;
-    if matches!(job.mode, Mode::Lora | Mode::Qlora) && job.lora.dropout {
-        for (m, d_in, _) in arch.linear_modules() {
-            if adapted(job, m) {
-                let per_expert = match (arch.moe, m) {
-                    (Some(moe), Module::Gate | Module::Up | Module::Down) => {
-                        d_in / (f64::from(moe.experts) + 1.0) * f64::from(moe.active)
-                    }
-                    _ => d_in,
-                };
-                dropout += (ab + 1.0) * per_expert;
-            }
-        }
-    }
     // DoRA recomputes the weight norm and scales the output: about one more output copy per module.
-    let dora = if matches!(job.mode, Mode::Lora | Mode::Qlora) && job.lora.dora {
+    let dora = if lora && job.lora.dora {
         ab * (q + 2.0 * kv + 3.0 * h)
     } else {
         0.0
     };
-    norms + attn + mlp + dropout + dora
+    norms + attn + mlp + dora
+}
+
+/// Bytes per token that the final norm and the LM head keep for backward: the norm's fp32 input copy, its
+/// normalized output when its weight trains, and the LM head's 16-bit input when the head trains (same
+/// saved-tensor reading as [`layer_bytes_per_token`]).
+pub fn final_norm_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
+    let h = f64::from(arch.hidden);
+    let ab = act_bytes(job);
+    let rb = if autocast_over_fp32(job) { 4.0 } else { ab };
+    let head_trained = weights_trained(job) || (job.lora.train_lm_head && matches!(job.mode, Mode::Lora | Mode::Qlora));
+    4.0 * h + if weights_trained(job) { rb * h } else { 0.0 } + if head_trained { ab * h } else { 0.0 }
+}
+
+/// Bytes per token of one decoder layer's backward working set beyond what it saved: the incoming gradient of
+/// the layer output (rb·h) and, in the MLP, the gradients of the product, the activation and the up output
+/// alive together (3·ab·i; per active expert for MoE).
+pub fn layer_backward_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
+    let ab = act_bytes(job);
+    let rb = if autocast_over_fp32(job) { 4.0 } else { ab };
+    let i = match arch.moe {
+        Some(m) => f64::from(m.expert_intermediate) * f64::from(m.active.max(1)) + f64::from(m.shared_intermediate),
+        None => f64::from(arch.intermediate),
+    };
+    2.0 * rb * f64::from(arch.hidden) + 3.0 * ab * i
 }
 
 /// Eager attention keeps, per token and layer, the fp32 softmax output and its 16-bit copy (HF
@@ -125,21 +166,17 @@ pub fn eager_scores_per_token(arch: &Architecture, job: &Job, seq: f64) -> f64 {
 
 /// Bytes per (token × vocab) element at the loss's backward peak.
 ///
-/// HF upcasts logits to fp32 for the loss: the 16-bit logits (2), their fp32 copy (4), the log-softmax
-/// output (4) and, in backward, its fp32 gradient (4): 14 B. Kept in 16-bit: 2 + 2 + 2 + 2 and an fp32
-/// reduction buffer, ≈ 9 B. Chunked (torchtune, litgpt): only the upcast chunk is live, but the 16-bit
-/// logits of all chunks and their gradient remain: ≈ 4 B. Fused linear + cross-entropy (Liger, Unsloth):
-/// no logits tensor at all. Source: `shared/design/memory-model.md` §11, checked against the transformers
-/// loss code (`loss_utils.py`) and torchtune `CEWithChunkedOutputLoss`.
-pub fn loss_bytes_per_logit(loss: LossImpl, job: &Job) -> f64 {
+/// HF upcasts the logits to fp32 for the loss; the HF Trainer drops the model outputs before backward, and
+/// `log_softmax` saves only its output, so the 16-bit logits and their fp32 copy are freed in forward. At
+/// `LogSoftmaxBackward` the saved fp32 output (4), the incoming gradient (4) and the outgoing one (4) are
+/// alive: 12 B (the oracle's peak op on every grid job that keeps full logits). Kept in 16-bit: 2 + 2 + 2 + 2
+/// and an fp32 reduction buffer, ≈ 9 B. Chunked (torchtune, litgpt): only the upcast chunk is live, but the
+/// 16-bit logits of all chunks and their gradient remain: ≈ 4 B. Fused linear + cross-entropy (Liger,
+/// Unsloth): no logits tensor at all. Sources: transformers `loss_utils.py`, torchtune
+/// `CEWithChunkedOutputLoss`, `shared/design/memory-model.md` §11.
+pub fn loss_bytes_per_logit(loss: LossImpl, _job: &Job) -> f64 {
     match loss {
-        LossImpl::Fp32Logits => {
-            if job.precision == Precision::Fp32 {
-                12.0
-            } else {
-                14.0
-            }
-        }
+        LossImpl::Fp32Logits => 12.0,
         LossImpl::Bf16Logits => 9.0,
         LossImpl::Chunked => 4.0,
         LossImpl::Fused => 0.0,

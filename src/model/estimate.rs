@@ -1,7 +1,8 @@
 //! Assembles a job's per-GPU breakdown, the three measured totals and host RAM.
 
 use super::activations::{
-    act_bytes, eager_scores_per_token, layer_bytes_per_token, loss_bytes_per_logit,
+    act_bytes, eager_scores_per_token, final_norm_bytes_per_token, layer_backward_bytes_per_token,
+    layer_bytes_per_token, loss_bytes_per_logit,
 };
 use super::arch::{AttentionKind, ParamCounts};
 use super::job::{
@@ -74,6 +75,8 @@ impl Component {
 pub enum Phase {
     /// Start of backward: every saved activation and the loss buffers alive.
     Backward,
+    /// End of backward: every gradient stored, a tied embedding's two gradients being summed.
+    EndOfBackward,
     /// Optimizer step: gradients, states and step temporaries alive.
     OptimizerStep,
     /// Inference prefill (prompt processing).
@@ -507,28 +510,39 @@ pub fn estimate(job: &Job) -> Estimate {
         } else {
             1.0
         };
-        let layer_input = ab * f64::from(arch.hidden) * tokens;
-        match job.checkpointing {
-            Checkpointing::Off => {
-                activations = kept_layers * per_layer * act_share;
-                scores = kept_layers * scores_layer * act_share;
-            }
-            // HF `gradient_checkpointing`: each layer's input is kept; in backward one layer at a time is
-            // recomputed, so one layer's full activations are live (Chen et al. 2016, "Training Deep Nets
-            // with Sublinear Memory Cost").
-            Checkpointing::Layer => {
-                activations = kept_layers * layer_input + per_layer * act_share;
-                scores = scores_layer * act_share;
-            }
-            Checkpointing::Offload => {
-                activations = 2.0 * layer_input + per_layer * act_share;
-                scores = scores_layer * act_share;
-            }
-        }
-        // Final norm and the LM-head input, then the logits and loss buffers (on the last GPU).
-        let final_norm = 4.0 * f64::from(arch.hidden) * tokens;
-        activations += final_norm;
-        logits = loss_bytes_per_logit(job.loss, &job)
+        // Checkpointed layers keep their input, in the residual stream's dtype (fp32 under autocast over
+        // fp32 weights).
+        let resid = if super::activations::autocast_over_fp32(&job) {
+            4.0
+        } else {
+            ab
+        };
+        let layer_input = resid * f64::from(arch.hidden) * tokens;
+        // What every layer keeps through the whole backward, and what one layer adds while it is recomputed
+        // (HF `gradient_checkpointing`: each layer's input is kept; in backward one layer at a time is
+        // recomputed; Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost").
+        let (saved_acts, saved_scores, recomputed_acts, recomputed_scores) = match job.checkpointing {
+            Checkpointing::Off => (
+                kept_layers * per_layer * act_share,
+                kept_layers * scores_layer * act_share,
+                0.0,
+                0.0,
+            ),
+            Checkpointing::Layer => (
+                kept_layers * layer_input,
+                0.0,
+                per_layer * act_share,
+                scores_layer * act_share,
+            ),
+            Checkpointing::Offload => (
+                2.0 * layer_input,
+                0.0,
+                per_layer * act_share,
+                scores_layer * act_share,
+            ),
+        };
+        let final_norm = final_norm_bytes_per_token(arch, &job) * tokens;
+        let loss = loss_bytes_per_logit(job.loss, &job)
             * tokens
             * f64::from(arch.vocab)
             * if job.parallelism == Parallelism::Tensor {
@@ -536,6 +550,19 @@ pub fn estimate(job: &Job) -> Estimate {
             } else {
                 1.0
             };
+        // Backward meets two peaks in turn: the loss's backward with every saved activation alive, then each
+        // layer's backward (after the logits are freed) with its recomputed activations and gradient buffers.
+        let layer_work = layer_backward_bytes_per_token(arch, &job) * tokens * act_share;
+        let loss_phase = saved_acts + saved_scores + final_norm + loss;
+        let layer_phase = saved_acts + saved_scores + recomputed_acts + recomputed_scores + layer_work;
+        if loss_phase >= layer_phase {
+            activations = saved_acts + final_norm;
+            scores = saved_scores;
+            logits = loss;
+        } else {
+            activations = saved_acts + recomputed_acts + layer_work;
+            scores = saved_scores + recomputed_scores;
+        }
         // Autocast on fp32 weights casts each weight to 16-bit for its matmul. The cast of a weight that
         // requires grad is cached for the whole autocast region (`aten/src/ATen/autocast_mode.cpp`
         // `cached_cast`: leaf, `requires_grad`, fp32 → lower precision), and autograd saves the cast for
@@ -650,10 +677,22 @@ pub fn estimate(job: &Job) -> Estimate {
     let backward_live =
         activations + scores + logits + temporary_bwd + if grads_persist { grads } else { 0.0 };
     let step_live = grads + step_temp + unresharded;
+    // The last op of backward: a tied embedding's second gradient (from the embedding lookup) is summed with
+    // the one the LM head produced, out of place (`AccumulateGrad`: `variable.grad + new_grad`), so old, new
+    // and sum coexist while every other gradient is already stored (the oracle's peak op,
+    // `aten.add.Tensor` under `EmbeddingBackward0`, on full fine-tunes of tied models).
+    let tied_sum = if arch.tied_embeddings && job.mode == Mode::Full {
+        2.0 * grad_bytes(&job) * p.embedding * shard(2) * train_share
+    } else {
+        0.0
+    };
+    let embedding_live = grads + tied_sum;
     let (phase, live_components) = if !job.is_training() {
         (Phase::Prefill, prefill + kv_cache)
-    } else if backward_live >= step_live {
+    } else if backward_live >= step_live.max(embedding_live) {
         (Phase::Backward, backward_live)
+    } else if embedding_live > step_live {
+        (Phase::EndOfBackward, embedding_live)
     } else {
         (Phase::OptimizerStep, step_live)
     };
@@ -661,6 +700,7 @@ pub fn estimate(job: &Job) -> Estimate {
     let transient = match phase {
         Phase::Backward => activations + scores + logits + temporary_bwd,
         Phase::OptimizerStep => step_temp + unresharded,
+        Phase::EndOfBackward => tied_sum,
         Phase::Prefill | Phase::Generation => prefill,
     };
     // Blocks cached for other shapes: the variable-length excess over the fixed-shape share.
@@ -738,14 +778,18 @@ pub fn estimate(job: &Job) -> Estimate {
                 },
             ]);
         }
-        Phase::OptimizerStep => gpu.extend([
+        Phase::OptimizerStep | Phase::EndOfBackward => gpu.extend([
             Part {
                 component: Component::Gradients,
                 bytes: grads,
             },
             Part {
                 component: Component::Temporary,
-                bytes: step_temp,
+                bytes: if phase == Phase::OptimizerStep {
+                    step_temp
+                } else {
+                    tied_sum
+                },
             },
         ]),
         Phase::Prefill | Phase::Generation => gpu.extend([

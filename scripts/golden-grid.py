@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""golden-grid.py: builds the fake-tensor golden grid in tests/data/golden-grid.jsonl.
+
+Every line is one job run through the real PyTorch / transformers / PEFT / torch.optim code on fake tensors
+by `fake_peak.py` (the oracle of exact `torch.cuda.max_memory_allocated`), with the model built from the
+catalog entry's config (src/catalog/models.json). `tests/golden_grid.rs` maps each line to a vramfit job and
+compares the estimate with the oracle.
+
+Not part of CI: one job takes 15-60 s on two cores. Run by hand, then commit the output:
+
+    python3 -m venv ../.venv-fake && ../.venv-fake/bin/pip install -r ../shared/tools/fake-peak/requirements.txt
+    ../.venv-fake/bin/python scripts/golden-grid.py --shard 0/2 &      # one process per core
+    ../.venv-fake/bin/python scripts/golden-grid.py --shard 1/2
+    ../.venv-fake/bin/python scripts/golden-grid.py --merge
+
+Options: --fake-peak DIR (default ../shared/tools/fake-peak), --only SUBSTRING (job ids), --list.
+Shards append to target/golden-grid/shard-I.jsonl and skip jobs already there, so a run can be resumed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CATALOG = os.path.join(ROOT, "src", "catalog", "models.json")
+OUT = os.path.join(ROOT, "tests", "data", "golden-grid.jsonl")
+WORK = os.path.join(ROOT, "target", "golden-grid")
+
+# Catalog models in the grid: every family transformers builds from a config (remote-code families such as
+# Qwen 1, ChatGLM, Baichuan and InternLM cannot be built offline and are left out).
+MODELS = [
+    "llama-2-7b-hf", "llama-3.1-8b", "llama-3.2-1b", "mistral-7b-v0.3", "mistral-7b-v0.1", "qwen2.5-7b",
+    "qwen2.5-0.5b", "qwen3-8b", "qwen3-30b-a3b", "mixtral-8x7b-v0.1", "gemma-2-2b", "gemma-3-1b-it",
+    "phi-3-mini-4k-instruct", "deepseek-v2-lite", "gpt2", "falcon-7b", "gpt-bigcode-santacoder",
+    "olmo-2-1124-7b", "gemma-7b", "phi-2",
+]
+
+# Keys transformers needs that the catalog's trimmed configs leave to defaults which differ from the real
+# model (each value is from the model's published config.json on the Hugging Face Hub).
+FIXES = {
+    "mixtral": lambda c: {"num_local_experts": c.get("num_experts", 8)},
+    "falcon": lambda c: {"new_decoder_architecture": False, "multi_query": True, "parallel_attn": True,
+                         "bias": False, "alibi": False},
+    "gpt2": lambda c: {"n_embd": c["hidden_size"], "n_layer": c["num_hidden_layers"],
+                       "n_head": c["num_attention_heads"], "n_positions": c.get("n_positions", 1024)},
+    "gpt_bigcode": lambda c: {"n_embd": c["hidden_size"], "n_layer": c["num_hidden_layers"],
+                              "n_head": c["num_attention_heads"], "n_inner": c["intermediate_size"],
+                              "n_positions": c.get("max_position_embeddings", 2048), "multi_query": True},
+    "deepseek_v2": lambda c: {"n_routed_experts": c.get("num_experts"), "n_shared_experts": 2,
+                              "q_lora_rank": None, "topk_method": "greedy", "n_group": 1, "topk_group": 1},
+    "gemma2": lambda c: {"hidden_activation": "gelu_pytorch_tanh", "query_pre_attn_scalar": 256,
+                         "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0},
+    "gemma3_text": lambda c: {"query_pre_attn_scalar": 256},
+    "phi": lambda c: {"partial_rotary_factor": 0.4},
+}
+
+
+def catalog_configs():
+    with open(CATALOG) as f:
+        entries = {m["id"]: m for m in json.load(f)}
+    out = {}
+    for mid in MODELS:
+        cfg = {k: v for k, v in entries[mid]["config"].items() if not k.startswith("_")}
+        fix = FIXES.get(cfg["model_type"])
+        if fix:
+            cfg.update(fix(cfg))
+        out[mid] = cfg
+    return out
+
+
+def lora(r, targets):
+    return {"r": r, "alpha": 2 * r, "dropout": 0.0, "target_modules": targets}
+
+
+ATTN_ONLY = ["q_proj", "k_proj", "v_proj", "o_proj"]
+
+
+def variants(mid, cfg):
+    """The jobs run for one model: a LoRA base and one change at a time from it, plus full, freeze and
+    generation jobs. Shapes are real training shapes; very large models get shorter sequences so that one
+    job stays under a minute."""
+    big = cfg.get("num_hidden_layers", 0) * cfg.get("hidden_size", 0) > 32 * 4096 or "num_experts" in cfg
+    s = 512 if big else 1024
+    attn = ATTN_ONLY
+    if cfg["model_type"] in ("gpt2", "gpt_bigcode"):
+        attn = ["c_attn", "c_proj"]
+    elif cfg["model_type"] == "falcon":
+        attn = ["query_key_value", "dense"]
+    elif cfg["model_type"] == "phi3":
+        attn = ["qkv_proj", "o_proj"]
+    elif cfg["model_type"] == "phi":
+        attn = ["q_proj", "k_proj", "v_proj", "dense"]
+    elif cfg["model_type"] == "deepseek_v2":
+        attn = ["q_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"]
+    base = {"mode": "lora", "dtype": "bf16", "optimizer": "adamw", "lora": lora(16, "all-linear"),
+            "gradient_checkpointing": True, "attn": "sdpa", "batch_size": 2, "seq_len": s}
+    jobs = {
+        "lora-r16-all-ckpt": {},
+        "lora-r8-attn-ckpt": {"lora": lora(8, attn)},
+        "lora-r64-all-ckpt-long": {"lora": lora(64, "all-linear"), "batch_size": 1, "seq_len": 2 * s},
+        "lora-r16-all-nockpt": {"gradient_checkpointing": False, "batch_size": 1},
+        "lora-r8-attn-nockpt": {"lora": lora(8, attn), "gradient_checkpointing": False, "batch_size": 1},
+        "lora-eager-ckpt": {"attn": "eager", "batch_size": 1},
+        "lora-mixed-ckpt": {"dtype": "mixed", "batch_size": 4, "seq_len": s // 2},
+        "full-bf16-ckpt": {"mode": "full", "batch_size": 1},
+        "full-bf16-nockpt-fused": {"mode": "full", "optimizer": "adamw_fused", "gradient_checkpointing": False,
+                                   "batch_size": 1, "seq_len": s // 2},
+        "full-mixed-ckpt": {"mode": "full", "dtype": "mixed", "batch_size": 1, "seq_len": s // 2},
+        "full-fp32-sgd": {"mode": "full", "dtype": "fp32", "optimizer": "sgd", "gradient_checkpointing": False,
+                          "batch_size": 1, "seq_len": s // 2},
+        "freeze2-nockpt": {"mode": "freeze", "freeze_trainable_layers": 2, "gradient_checkpointing": False,
+                           "batch_size": 2},
+        "infer-b1-p512-n32": {"mode": "inference", "optimizer": "none",
+                              "inference": {"batch_size": 1, "prompt_len": 512, "new_tokens": 32}},
+        "infer-b4-p2048-n16": {"mode": "inference", "optimizer": "none",
+                               "inference": {"batch_size": 4, "prompt_len": s * 2, "new_tokens": 16}},
+    }
+    if cfg["model_type"] in ("gemma2", "gemma3_text"):
+        # transformers asks for eager attention with Gemma 2's soft-capping; both are in the grid.
+        jobs["lora-eager-nockpt"] = {"attn": "eager", "gradient_checkpointing": False, "batch_size": 1}
+    for name, change in jobs.items():
+        job = {**base, **change}
+        if job["mode"] != "lora":
+            job.pop("lora")
+        yield f"{mid}/{name}", job
+
+
+def all_jobs():
+    for mid, cfg in catalog_configs().items():
+        for jid, job in variants(mid, cfg):
+            yield jid, mid, cfg, job
+
+
+def done_ids(path):
+    ids = set()
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                if line.strip():
+                    ids.add(json.loads(line)["id"])
+    return ids
+
+
+def run_shard(fake_peak_dir, shard, only):
+    sys.path.insert(0, fake_peak_dir)
+    import fake_peak  # noqa: E402
+    import peft  # noqa: E402
+    import torch  # noqa: E402
+    import transformers  # noqa: E402
+
+    i, n = shard
+    os.makedirs(WORK, exist_ok=True)
+    path = os.path.join(WORK, f"shard-{i}.jsonl")
+    done = done_ids(path)
+    versions = {"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__}
+    for k, (jid, mid, cfg, job) in enumerate(all_jobs()):
+        if k % n != i or jid in done or (only and only not in jid):
+            continue
+        t0 = time.time()
+        try:
+            res = fake_peak.run_job({**job, "model": dict(cfg)})
+        except Exception as e:  # a job the oracle cannot run is recorded, not fatal
+            rec = {"id": jid, "model": mid, "job": job, "error": f"{type(e).__name__}: {e}"}
+            traceback.print_exc()
+        else:
+            rec = {
+                "id": jid, "model": mid, "job": job,
+                "peak_allocated_bytes": res["peak_allocated_bytes"],
+                "peak_breakdown_bytes": res["peak_breakdown_bytes"],
+                "peak_at": res["peak_at"],
+                "phase_peaks_gib": res["phase_peaks_gib"],
+                "params_total": res["params_total"],
+                "params_trainable": res["params_trainable"],
+                "sim_max_reserved_gib": res["allocator_sim"]["max_memory_reserved_gib"],
+                "versions": versions,
+            }
+        with open(path, "a") as f:
+            f.write(json.dumps(rec, default=str) + "\n")
+        print(f"{jid}: {rec.get('peak_allocated_bytes', rec.get('error'))} ({time.time() - t0:.0f} s)", flush=True)
+
+
+def merge():
+    recs = {}
+    for name in sorted(os.listdir(WORK)):
+        if name.startswith("shard-"):
+            with open(os.path.join(WORK, name)) as f:
+                for line in f:
+                    if line.strip():
+                        rec = json.loads(line)
+                        recs[rec["id"]] = rec
+    with open(OUT, "w") as f:
+        for jid in sorted(recs):
+            f.write(json.dumps(recs[jid], sort_keys=True) + "\n")
+    print(f"{len(recs)} jobs -> {OUT}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--fake-peak", default=os.path.join(ROOT, "..", "shared", "tools", "fake-peak"))
+    ap.add_argument("--shard", default="0/1")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--merge", action="store_true")
+    a = ap.parse_args()
+    if a.list:
+        for jid, _, _, job in all_jobs():
+            print(jid, json.dumps(job))
+        return
+    if a.merge:
+        merge()
+        return
+    i, n = (int(x) for x in a.shard.split("/"))
+    run_shard(a.fake_peak, (i, n), a.only)
+
+
+if __name__ == "__main__":
+    main()
