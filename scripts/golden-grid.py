@@ -96,8 +96,10 @@ def variants(mid, cfg):
         attn = ["q_proj", "k_proj", "v_proj", "dense"]
     elif cfg["model_type"] == "deepseek_v2":
         attn = ["q_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"]
+    # transformers builds Gemma 2 only with eager attention (its soft-capping is not in SDPA).
+    default_attn = "eager" if cfg["model_type"] == "gemma2" else "sdpa"
     base = {"mode": "lora", "dtype": "bf16", "optimizer": "adamw", "lora": lora(16, "all-linear"),
-            "gradient_checkpointing": True, "attn": "sdpa", "batch_size": 2, "seq_len": s}
+            "gradient_checkpointing": True, "attn": default_attn, "batch_size": 2, "seq_len": s}
     jobs = {
         "lora-r16-all-ckpt": {},
         "lora-r8-attn-ckpt": {"lora": lora(8, attn)},
@@ -140,8 +142,9 @@ def done_ids(path):
     if os.path.exists(path):
         with open(path) as f:
             for line in f:
-                if line.strip():
-                    ids.add(json.loads(line)["id"])
+                rec = json.loads(line) if line.strip() else {}
+                if rec and "error" not in rec:  # failed jobs are tried again
+                    ids.add(rec["id"])
     return ids
 
 
@@ -191,6 +194,8 @@ def merge():
                 for line in f:
                     if line.strip():
                         rec = json.loads(line)
+                        if "error" not in recs.get(rec["id"], {"error": 1}) and "error" in rec:
+                            continue  # a later failure never replaces a result
                         recs[rec["id"]] = rec
     with open(OUT, "w") as f:
         for jid in sorted(recs):

@@ -155,6 +155,12 @@ pub fn render_estimate(e: &Estimate) -> String {
             fmt_gib(e.fit_need)
         ));
     }
+    out.push_str(&format!(
+        "  {:<38}{:>12} – {}\n",
+        "likely need per GPU (8 in 10 runs)",
+        fmt_gib(e.fit_band.low),
+        fmt_gib(e.fit_band.high)
+    ));
     out.push_str("\nhost RAM (all processes):\n");
     for p in &e.host {
         out.push_str(&format!(
@@ -245,6 +251,22 @@ pub fn render_report(r: &Report) -> String {
         "group tier=A+B n={} median_abs_pct={:.1} p90_abs_pct={:.1}\n",
         ab.n, ab.median_abs_pct, ab.p90_abs_pct
     ));
+    let tier_ab = || r.results.iter().filter(|c| c.tier == "A" || c.tier == "B");
+    let (coverage, above) = eval::band_coverage(tier_ab());
+    out.push_str(&format!(
+        "tier=A+B under_predicted_10pct={} of {} ({:.1}%) band_coverage_pct={:.1} above_band={}\n",
+        eval::under_predicted(tier_ab()),
+        ab.n,
+        100.0 * eval::under_predicted(tier_ab()) as f64 / ab.n.max(1) as f64,
+        100.0 * coverage,
+        above
+    ));
+    for row in eval::band_table(tier_ab()) {
+        out.push_str(&format!(
+            "band {:?} n={} p10={:.2} p90={:.2}\n",
+            row.kind, row.n, row.p10, row.p90
+        ));
+    }
     let st = eval::stats(&r.results);
     out.push_str(&format!(
         "summary: evaluated={} skipped={} median_abs_pct={:.1} p90_abs_pct={:.1}\n",

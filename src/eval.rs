@@ -5,8 +5,8 @@
 use crate::bytes::{GB, GIB};
 use crate::catalog::{self, import};
 use crate::model::{
-    estimate, AttentionImpl, Checkpointing, FrozenSharding, Job, KvDtype, LossImpl, Mode, Module,
-    Offload, Optimizer, Parallelism, Precision, Stack, WeightFormat,
+    estimate, AttentionImpl, BandKind, Checkpointing, Job, KvDtype, LossImpl, Mode, Module,
+    Offload, Optimizer, Parallelism, Precision, Stack, Version, WeightFormat,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -24,6 +24,8 @@ pub struct CaseResult {
     pub measured_gib: f64,
     /// (predicted − measured) / measured · 100.
     pub error_pct: f64,
+    /// Which error band the job draws from.
+    pub band_kind: BandKind,
 }
 
 /// A case that could not be evaluated, and why.
@@ -64,6 +66,70 @@ pub fn stats<'a>(results: impl IntoIterator<Item = &'a CaseResult>) -> Stats {
         median_abs_pct: pick(0.5),
         p90_abs_pct: pick(0.9),
     }
+}
+
+/// Cases whose prediction is more than 10% below the measured value: a "fits" that would run out of memory.
+pub fn under_predicted<'a>(results: impl IntoIterator<Item = &'a CaseResult>) -> usize {
+    results.into_iter().filter(|r| r.error_pct < -10.0).count()
+}
+
+/// Nearest-rank quantile `q` of sorted values.
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 1.0;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// One row of the band table: the spread of `measured / predicted` for one kind of job.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct BandRow {
+    pub kind: BandKind,
+    pub n: usize,
+    pub p10: f64,
+    pub p90: f64,
+}
+
+/// The 10th and 90th percentile of `measured / predicted` by kind of job, from which
+/// [`BandKind::ratio_range`] is set.
+pub fn band_table<'a>(results: impl IntoIterator<Item = &'a CaseResult> + Clone) -> Vec<BandRow> {
+    [BandKind::Full, BandKind::Lora, BandKind::Qlora, BandKind::Inference]
+        .into_iter()
+        .map(|kind| {
+            let mut ratios: Vec<f64> = results
+                .clone()
+                .into_iter()
+                .filter(|r| r.band_kind == kind)
+                .map(|r| r.measured_gib / r.predicted_gib)
+                .filter(|x| x.is_finite())
+                .collect();
+            ratios.sort_by(f64::total_cmp);
+            BandRow {
+                kind,
+                n: ratios.len(),
+                p10: quantile(&ratios, 0.1),
+                p90: quantile(&ratios, 0.9),
+            }
+        })
+        .collect()
+}
+
+/// Share of cases whose measured value lies inside the model's band, and the count above its high end
+/// (a "fits" from the band that would still run out of memory).
+pub fn band_coverage<'a>(results: impl IntoIterator<Item = &'a CaseResult>) -> (f64, usize) {
+    let (mut n, mut inside, mut above) = (0usize, 0usize, 0usize);
+    for r in results {
+        let (lo, hi) = r.band_kind.ratio_range();
+        let ratio = r.measured_gib / r.predicted_gib;
+        n += 1;
+        if ratio > hi.max(1.0) {
+            above += 1;
+        } else if ratio >= lo.min(1.0) {
+            inside += 1;
+        }
+    }
+    (if n == 0 { 0.0 } else { inside as f64 / n as f64 }, above)
 }
 
 /// Evaluates every line of a JSONL text (blank lines ignored; unparsable lines are skipped with a reason).
@@ -121,16 +187,6 @@ fn loss_kernel(case: &Value) -> Option<LossImpl> {
     match s(case, "loss_kernel")? {
         "liger-flce" | "cut-cross-entropy" => Some(LossImpl::Fused),
         "unsloth-ce" | "chunked" => Some(LossImpl::Chunked),
-        _ => None,
-    }
-}
-
-/// A `major.minor` version field (`"2.1.2"`, `"4.36"`), if the case states one.
-fn version(case: &Value, key: &str) -> Option<(u32, u32)> {
-    let mut parts = s(case, key)?.split('.').map(str::parse::<u32>);
-    match (parts.next(), parts.next()) {
-        (Some(Ok(major)), Some(Ok(minor))) => Some((major, minor)),
-        (Some(Ok(major)), None) => Some((major, 0)),
         _ => None,
     }
 }
@@ -296,10 +352,11 @@ pub fn job_from_case(case: &Value) -> Result<Job, String> {
             job.gpus = d.max(1);
         }
     }
-    if job.frozen_sharding == FrozenSharding::SharedFlat
-        && version(case, "torch_version").is_some_and(|v| v <= (2, 1))
-    {
-        job.frozen_sharding = FrozenSharding::SharedFlatNoReshard;
+    if let Some(v) = s(case, "torch_version").and_then(Version::parse) {
+        job.versions.torch = v;
+    }
+    if let Some(v) = s(case, "transformers_version").and_then(Version::parse) {
+        job.versions.transformers = v;
     }
     job.offload = match s(case, "offload") {
         Some("optimizer") => Offload::Optimizer,
@@ -392,6 +449,7 @@ pub fn evaluate_case(case: &Value) -> Result<CaseResult, String> {
         predicted_gib,
         measured_gib,
         error_pct: (predicted_gib - measured_gib) / measured_gib * 100.0,
+        band_kind: BandKind::of(&job),
     })
 }
 
@@ -407,8 +465,9 @@ mod tests {
             framework: "x".into(),
             metric: "allocated".into(),
             predicted_gib: 1.0,
-            measured_gib: 1.0,
+            measured_gib: 1.0 / (1.0 + err / 100.0),
             error_pct: err,
+            band_kind: BandKind::Lora,
         }
     }
 
@@ -430,9 +489,10 @@ mod tests {
         assert!(!uses_deepspeed(&json!({ "engine": "fsdp1", "zero_stage": 3 })));
         assert!(fsdp_with_amp(&json!({ "engine": "fsdp2", "framework": "hf-trainer" })));
         assert!(!fsdp_with_amp(&json!({ "engine": "fsdp1", "framework": "litgpt" })));
-        assert_eq!(version(&json!({ "torch_version": "2.1.2" }), "torch_version"), Some((2, 1)));
-        assert_eq!(version(&json!({ "transformers_version": "4.36" }), "transformers_version"), Some((4, 36)));
-        assert_eq!(version(&json!({ "torch_version": "nightly" }), "torch_version"), None);
+        assert_eq!(Version::parse("2.1.2"), Some(Version::new(2, 1)));
+        assert_eq!(Version::parse("4.36"), Some(Version::new(4, 36)));
+        assert_eq!(Version::parse("2.4.1+cu121"), Some(Version::new(2, 4)));
+        assert_eq!(Version::parse("nightly"), None);
         assert_eq!(loss_kernel(&json!({ "loss_kernel": "liger-flce" })), Some(LossImpl::Fused));
         assert_eq!(loss_kernel(&json!({ "loss_kernel": "unsloth-ce" })), Some(LossImpl::Chunked));
         assert_eq!(loss_kernel(&json!({ "loss_kernel": "standard" })), None);

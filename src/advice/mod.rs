@@ -12,17 +12,13 @@ use remedies::Remedy;
 use solve::Solutions;
 use speed::Speed;
 
-/// Headroom below which a fitting job is called tight: allocator spikes and other processes commonly eat
-/// a few percent of VRAM, so under 10% free is a risk rather than a comfortable fit.
-pub const TIGHT_HEADROOM: f64 = 0.10;
-
 /// The overall answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Fit {
-    /// Fits with at least 10% VRAM headroom and enough RAM.
+    /// Fits even if the need is at the high end of its band, and RAM is enough.
     Fits,
-    /// Fits, with under 10% VRAM headroom.
+    /// Fits at the estimate, but not if the need is at the high end of its band.
     Tight,
     /// GPU memory is short.
     VramShort,
@@ -38,6 +34,8 @@ pub struct Verdict {
     pub fit: Fit,
     /// Needed per GPU (device total), bytes.
     pub vram_need: f64,
+    /// The likely range of the need per GPU (the estimate's band), bytes.
+    pub vram_band: crate::model::Band,
     /// Usable per GPU, bytes.
     pub vram_have: f64,
     /// Needed host RAM, bytes.
@@ -70,7 +68,7 @@ pub fn verdict(est: &Estimate, vram_have: f64, ram_have: f64) -> Verdict {
         (true, true) => Fit::BothShort,
         (true, false) => Fit::VramShort,
         (false, true) => Fit::RamShort,
-        (false, false) if vram_have - vram_need < TIGHT_HEADROOM * vram_have => Fit::Tight,
+        (false, false) if est.fit_band.high > vram_have => Fit::Tight,
         (false, false) => Fit::Fits,
     };
     let dominant = est
@@ -83,6 +81,7 @@ pub fn verdict(est: &Estimate, vram_have: f64, ram_have: f64) -> Verdict {
     Verdict {
         fit,
         vram_need,
+        vram_band: est.fit_band,
         vram_have,
         ram_need,
         ram_have,

@@ -154,8 +154,16 @@ mod tests {
                 gpu: x.id.clone(),
                 ..form.clone()
             })));
-        // The default LoRA job's per-GPU activations and logits do not shrink with more GPUs.
-        assert_eq!(s.min_gpus, None);
+        // The fewest GPUs, when some count fits: that count fits and one fewer does not.
+        if let Some((n, parallelism)) = s.min_gpus {
+            let with = |gpus| Form {
+                gpus,
+                parallelism,
+                ..form.clone()
+            };
+            assert!(vram_ok(&with(n)));
+            assert!(n == 1 || !vram_ok(&with(n - 1)));
+        }
     }
 
     #[test]

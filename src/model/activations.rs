@@ -43,7 +43,8 @@ pub fn autocast_over_fp32(job: &Job) -> bool {
 ///   adapter dtype), a 16-bit autocast copy under AMP; `lora_dropout` adds its 1-byte mask; `lora_A`'s output
 ///   (4·r) is kept too;
 /// - SDPA (flash/efficient) and FlashAttention-2 keep q, k, v at their own widths (transformers passes GQA
-///   to the kernel, no `repeat_kv`) and the output, which `o_proj` reads without a copy; eager attention keeps
+///   to the kernel, no `repeat_kv`; see [`super::job::Versions::sdpa_repeats_kv`] for when it does not) and
+///   the output, which `o_proj` reads without a copy; eager attention keeps
 ///   q and the repeated k and v, and `o_proj` a contiguous copy of its input when its weight trains;
 /// - gated MLP: the gate output (saved by the activation), the activation and up outputs (saved by their
 ///   product), and the product when `down` trains (ab·i each); plain MLP: the pre-activation and the
@@ -89,8 +90,13 @@ pub fn layer_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
     // Attention block.
     let mut attn = shared_input(3.0, h);
     attn += adapter(Module::Q, h) + adapter(Module::K, h) + adapter(Module::V, h) + adapter(Module::O, q);
+    let repeated = job.versions.sdpa_repeats_kv(job.variable_lengths);
     attn += match job.attention {
-        AttentionImpl::Flash2 | AttentionImpl::Sdpa => ab * (2.0 * q + 2.0 * kv),
+        AttentionImpl::Flash2 => ab * (2.0 * q + 2.0 * kv),
+        AttentionImpl::Sdpa if !repeated => ab * (2.0 * q + 2.0 * kv),
+        // The expanded K/V are what SDPA saves; the output goes through `.contiguous()` after a transpose
+        // that the mask-taking (efficient) kernel's layout needs, which `o_proj` saves when it trains.
+        AttentionImpl::Sdpa => ab * 4.0 * q + if trained { ab * q } else { 0.0 },
         AttentionImpl::Eager => ab * 3.0 * q + if trained { ab * q } else { 0.0 },
     };
 

@@ -9,6 +9,7 @@ use super::job::{
     Checkpointing, FrozenSharding, Job, Mode, Module, Offload, OffloadDevice, Optimizer,
     Parallelism, Precision, WeightFormat,
 };
+use super::band::{band, Band};
 use crate::bytes::GIB;
 use serde::{Deserialize, Serialize};
 
@@ -145,6 +146,9 @@ pub struct Estimate {
     /// shapes ([`Component::AllocatorCache`]), which the allocator frees and retries with before it
     /// reports out-of-memory.
     pub fit_need: f64,
+    /// The likely range of `fit_need`: the spread of measured peaks around the model's predictions on
+    /// reference runs of this kind of job (see [`super::band`]).
+    pub fit_band: Band,
     /// When the peak happens.
     pub phase: Phase,
     /// Host RAM for the whole machine (all ranks), by component.
@@ -450,7 +454,9 @@ pub fn estimate(job: &Job) -> Estimate {
         && job.frozen_sharding != FrozenSharding::Separate;
     let frozen_decoder = p.per_layer * f64::from(arch.layers) * working;
     let (flat_grads, unresharded) = if shared_flat {
-        let unresharded = if job.frozen_sharding == FrozenSharding::SharedFlatNoReshard {
+        let no_reshard = job.frozen_sharding == FrozenSharding::SharedFlatNoReshard
+            || job.versions.torch <= super::job::Version::new(2, 1);
+        let unresharded = if no_reshard {
             frozen_decoder * (1.0 - 1.0 / n)
         } else {
             0.0
@@ -660,8 +666,14 @@ pub fn estimate(job: &Job) -> Estimate {
         } else {
             0.0
         };
-        // Only the last position's logits (transformers ≥ 4.45 `logits_to_keep`), upcast to fp32.
-        let last_logits = batch * f64::from(arch.vocab) * (2.0 + 4.0);
+        // Only the last position's logits (transformers ≥ 4.45 `logits_to_keep`), upcast to fp32; older
+        // releases compute and upcast them for every prompt position.
+        let positions = if job.versions.prefill_logits_all_positions() {
+            prompt
+        } else {
+            1.0
+        };
+        let last_logits = batch * positions * f64::from(arch.vocab) * (2.0 + 4.0);
         prefill = (attn_work + scores_work).max(mlp_work) + last_logits;
         // Weights require grad by default, so autocast keeps every 16-bit cast for the whole region.
         if autocast_fp32 {
@@ -880,6 +892,7 @@ pub fn estimate(job: &Job) -> Estimate {
         peak_reserved,
         device_total,
         fit_need: device_total - cache,
+        fit_band: band(&job, device_total - cache),
         phase,
         host,
         host_total,

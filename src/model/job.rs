@@ -293,6 +293,81 @@ impl Default for Inference {
     }
 }
 
+/// A library release, `major.minor` (written `"4.57"` in JSON).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Version {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl Version {
+    pub const fn new(major: u32, minor: u32) -> Version {
+        Version { major, minor }
+    }
+
+    /// Reads `"2.1"`, `"2.1.2"`, `"4.36.0+cu121"` or `"2"` (the patch and local parts are ignored).
+    pub fn parse(text: &str) -> Option<Version> {
+        let mut parts = text.trim().split(['.', '+']).map(str::parse::<u32>);
+        match (parts.next(), parts.next()) {
+            (Some(Ok(major)), Some(Ok(minor))) => Some(Version::new(major, minor)),
+            (Some(Ok(major)), None) => Some(Version::new(major, 0)),
+            _ => None,
+        }
+    }
+}
+
+impl TryFrom<String> for Version {
+    type Error = String;
+    fn try_from(text: String) -> Result<Version, String> {
+        Version::parse(&text).ok_or_else(|| format!("'{text}' is not a version like 2.9"))
+    }
+}
+
+impl From<Version> for String {
+    fn from(v: Version) -> String {
+        format!("{}.{}", v.major, v.minor)
+    }
+}
+
+/// The releases of the libraries whose behaviour moves memory by tens of percent. Defaults are current
+/// releases; older ones change these terms:
+/// - transformers < 4.45 computes the logits of every prompt position at prefill and upcasts them to fp32
+///   (`logits_to_keep`/`num_logits_to_keep` came with 4.45);
+/// - transformers < 4.48, or PyTorch < 2.5, expands K/V to every query head before SDPA (`repeat_kv`); later
+///   releases pass `enable_gqa` when no attention mask is given (`integrations/sdpa_attention.py`,
+///   `use_gqa_in_sdpa`);
+/// - PyTorch ≤ 2.1 FSDP1 leaves frozen weights of a shared `FlatParameter` unsharded after backward
+///   (see [`FrozenSharding::SharedFlatNoReshard`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Versions {
+    pub torch: Version,
+    pub transformers: Version,
+}
+
+impl Default for Versions {
+    fn default() -> Self {
+        Versions {
+            torch: Version::new(2, 9),
+            transformers: Version::new(4, 57),
+        }
+    }
+}
+
+impl Versions {
+    /// Whether SDPA receives K/V expanded to every query head (`repeat_kv`) rather than GQA-shaped. A padding
+    /// mask (variable-length batches) also forces the expansion.
+    pub fn sdpa_repeats_kv(&self, padded: bool) -> bool {
+        padded || self.transformers < Version::new(4, 48) || self.torch < Version::new(2, 5)
+    }
+
+    /// Whether prefill computes logits for every prompt position instead of the last one.
+    pub fn prefill_logits_all_positions(&self) -> bool {
+        self.transformers < Version::new(4, 45)
+    }
+}
+
 /// Everything that decides memory, with defaults for every field.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -333,6 +408,8 @@ pub struct Job {
     pub frozen_sharding: FrozenSharding,
     /// Batches differ in length (dynamic padding, no packing), so tensor shapes change between steps.
     pub variable_lengths: bool,
+    /// Library releases (today's by default).
+    pub versions: Versions,
 }
 
 impl Default for Job {
@@ -362,6 +439,7 @@ impl Default for Job {
             optimizer_step_temp: true,
             frozen_sharding: FrozenSharding::Separate,
             variable_lengths: false,
+            versions: Versions::default(),
         }
     }
 }

@@ -4,11 +4,13 @@
 
 pub mod activations;
 pub mod arch;
+pub mod band;
 pub mod estimate;
 pub mod job;
 pub mod stack;
 pub mod weights;
 
+pub use band::{band, Band, BandKind};
 pub use arch::{Architecture, AttentionKind, Biases, Mla, MlpKind, Moe, ParamCounts};
 pub use estimate::{
     estimate, Component, Estimate, HostComponent, Part, Phase, Warning, ALLOCATOR_FIXED_GIB,
@@ -16,6 +18,6 @@ pub use estimate::{
 };
 pub use job::{
     AttentionImpl, Checkpointing, FrozenSharding, Inference, Job, KvDtype, Lora, LossImpl, Mode,
-    Module, Offload, OffloadDevice, Optimizer, Parallelism, Precision, WeightFormat,
+    Module, Offload, OffloadDevice, Optimizer, Parallelism, Precision, Version, Versions, WeightFormat,
 };
 pub use stack::Stack;

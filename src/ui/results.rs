@@ -93,6 +93,7 @@ pub fn Results(props: &ResultsProps) -> Html {
             <div class={classes!("verdict", class)} id="verdict">
                 <strong>{ title }</strong>
                 <span>{ detail }</span>
+                <span class="band" id="verdict-band">{ t.likely_range.replace("{low}", &fmt_gib(v.vram_band.low)).replace("{high}", &fmt_gib(v.vram_band.high)) }</span>
                 if let Some(d) = dominant { <span class="dominant">{ d }</span> }
             </div>
             { chart(props.lang, e, v) }
