@@ -94,25 +94,30 @@ pub struct BandRow {
 /// The 10th and 90th percentile of `measured / predicted` by kind of job, from which
 /// [`BandKind::ratio_range`] is set.
 pub fn band_table<'a>(results: impl IntoIterator<Item = &'a CaseResult> + Clone) -> Vec<BandRow> {
-    [BandKind::Full, BandKind::Lora, BandKind::Qlora, BandKind::Inference]
-        .into_iter()
-        .map(|kind| {
-            let mut ratios: Vec<f64> = results
-                .clone()
-                .into_iter()
-                .filter(|r| r.band_kind == kind)
-                .map(|r| r.measured_gib / r.predicted_gib)
-                .filter(|x| x.is_finite())
-                .collect();
-            ratios.sort_by(f64::total_cmp);
-            BandRow {
-                kind,
-                n: ratios.len(),
-                p10: quantile(&ratios, 0.1),
-                p90: quantile(&ratios, 0.9),
-            }
-        })
-        .collect()
+    [
+        BandKind::Full,
+        BandKind::Lora,
+        BandKind::Qlora,
+        BandKind::Inference,
+    ]
+    .into_iter()
+    .map(|kind| {
+        let mut ratios: Vec<f64> = results
+            .clone()
+            .into_iter()
+            .filter(|r| r.band_kind == kind)
+            .map(|r| r.measured_gib / r.predicted_gib)
+            .filter(|x| x.is_finite())
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        BandRow {
+            kind,
+            n: ratios.len(),
+            p10: quantile(&ratios, 0.1),
+            p90: quantile(&ratios, 0.9),
+        }
+    })
+    .collect()
 }
 
 /// Share of cases whose measured value lies inside the model's band, and the count above its high end
@@ -129,7 +134,14 @@ pub fn band_coverage<'a>(results: impl IntoIterator<Item = &'a CaseResult>) -> (
             inside += 1;
         }
     }
-    (if n == 0 { 0.0 } else { inside as f64 / n as f64 }, above)
+    (
+        if n == 0 {
+            0.0
+        } else {
+            inside as f64 / n as f64
+        },
+        above,
+    )
 }
 
 /// Evaluates every line of a JSONL text (blank lines ignored; unparsable lines are skipped with a reason).
@@ -173,7 +185,8 @@ fn uses_deepspeed(case: &Value) -> bool {
 /// weights to fp32 and the optimizer steps fp32 (huggingface/accelerate#2674, "Add Upcasting for FSDP in
 /// Mixed Precision").
 fn fsdp_with_amp(case: &Value) -> bool {
-    matches!(s(case, "engine"), Some("fsdp1" | "fsdp2")) && s(case, "framework") == Some("hf-trainer")
+    matches!(s(case, "engine"), Some("fsdp1" | "fsdp2"))
+        && s(case, "framework") == Some("hf-trainer")
 }
 
 /// The loss kernel a case's `loss_kernel` field names, replacing the stack's default loss (`standard` and
@@ -486,15 +499,27 @@ mod tests {
         use serde_json::json;
         assert!(uses_deepspeed(&json!({ "engine": "deepspeed" })));
         assert!(uses_deepspeed(&json!({ "engine": null, "zero_stage": 2 })));
-        assert!(!uses_deepspeed(&json!({ "engine": "fsdp1", "zero_stage": 3 })));
-        assert!(fsdp_with_amp(&json!({ "engine": "fsdp2", "framework": "hf-trainer" })));
-        assert!(!fsdp_with_amp(&json!({ "engine": "fsdp1", "framework": "litgpt" })));
+        assert!(!uses_deepspeed(
+            &json!({ "engine": "fsdp1", "zero_stage": 3 })
+        ));
+        assert!(fsdp_with_amp(
+            &json!({ "engine": "fsdp2", "framework": "hf-trainer" })
+        ));
+        assert!(!fsdp_with_amp(
+            &json!({ "engine": "fsdp1", "framework": "litgpt" })
+        ));
         assert_eq!(Version::parse("2.1.2"), Some(Version::new(2, 1)));
         assert_eq!(Version::parse("4.36"), Some(Version::new(4, 36)));
         assert_eq!(Version::parse("2.4.1+cu121"), Some(Version::new(2, 4)));
         assert_eq!(Version::parse("nightly"), None);
-        assert_eq!(loss_kernel(&json!({ "loss_kernel": "liger-flce" })), Some(LossImpl::Fused));
-        assert_eq!(loss_kernel(&json!({ "loss_kernel": "unsloth-ce" })), Some(LossImpl::Chunked));
+        assert_eq!(
+            loss_kernel(&json!({ "loss_kernel": "liger-flce" })),
+            Some(LossImpl::Fused)
+        );
+        assert_eq!(
+            loss_kernel(&json!({ "loss_kernel": "unsloth-ce" })),
+            Some(LossImpl::Chunked)
+        );
         assert_eq!(loss_kernel(&json!({ "loss_kernel": "standard" })), None);
         let tokens = |case: Value| {
             let base = json!({ "task": "inference", "model": "gpt2", "config": null });
@@ -505,9 +530,18 @@ mod tests {
             let job = job_from_case(&case).unwrap();
             (job.inference.prompt_tokens, job.inference.new_tokens)
         };
-        assert_eq!(tokens(json!({ "prompt_tokens": 512, "new_tokens": 64, "seq_len": 576 })), (512, 64));
-        assert_eq!(tokens(json!({ "new_tokens": 64, "seq_len": 576 })), (512, 64));
-        assert_eq!(tokens(json!({ "new_tokens": 256, "seq_len": 256 })), (1, 256));
+        assert_eq!(
+            tokens(json!({ "prompt_tokens": 512, "new_tokens": 64, "seq_len": 576 })),
+            (512, 64)
+        );
+        assert_eq!(
+            tokens(json!({ "new_tokens": 64, "seq_len": 576 })),
+            (512, 64)
+        );
+        assert_eq!(
+            tokens(json!({ "new_tokens": 256, "seq_len": 256 })),
+            (1, 256)
+        );
         assert_eq!(tokens(json!({ "seq_len": 300 })), (300, 0));
     }
 

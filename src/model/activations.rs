@@ -89,7 +89,10 @@ pub fn layer_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
 
     // Attention block.
     let mut attn = shared_input(3.0, h);
-    attn += adapter(Module::Q, h) + adapter(Module::K, h) + adapter(Module::V, h) + adapter(Module::O, q);
+    attn += adapter(Module::Q, h)
+        + adapter(Module::K, h)
+        + adapter(Module::V, h)
+        + adapter(Module::O, q);
     let repeated = job.versions.sdpa_repeats_kv(job.variable_lengths);
     attn += match job.attention {
         AttentionImpl::Flash2 => ab * (2.0 * q + 2.0 * kv),
@@ -108,7 +111,9 @@ pub fn layer_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
         };
         let down_in = if trained { ab * i } else { 0.0 } + adapter(Module::Down, i);
         let gate_up_in = match arch.mlp {
-            MlpKind::Gated => shared_input(2.0, h) + adapter(Module::Gate, h) + adapter(Module::Up, h),
+            MlpKind::Gated => {
+                shared_input(2.0, h) + adapter(Module::Gate, h) + adapter(Module::Up, h)
+            }
             MlpKind::Plain => shared_input(1.0, h) + adapter(Module::Up, h),
         };
         acts + down_in + gate_up_in
@@ -143,8 +148,11 @@ pub fn final_norm_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
     let h = f64::from(arch.hidden);
     let ab = act_bytes(job);
     let rb = if autocast_over_fp32(job) { 4.0 } else { ab };
-    let head_trained = weights_trained(job) || (job.lora.train_lm_head && matches!(job.mode, Mode::Lora | Mode::Qlora));
-    4.0 * h + if weights_trained(job) { rb * h } else { 0.0 } + if head_trained { ab * h } else { 0.0 }
+    let head_trained = weights_trained(job)
+        || (job.lora.train_lm_head && matches!(job.mode, Mode::Lora | Mode::Qlora));
+    4.0 * h
+        + if weights_trained(job) { rb * h } else { 0.0 }
+        + if head_trained { ab * h } else { 0.0 }
 }
 
 /// Bytes per token of one decoder layer's backward working set beyond what it saved: the incoming gradient of
@@ -154,7 +162,10 @@ pub fn layer_backward_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
     let ab = act_bytes(job);
     let rb = if autocast_over_fp32(job) { 4.0 } else { ab };
     let i = match arch.moe {
-        Some(m) => f64::from(m.expert_intermediate) * f64::from(m.active.max(1)) + f64::from(m.shared_intermediate),
+        Some(m) => {
+            f64::from(m.expert_intermediate) * f64::from(m.active.max(1))
+                + f64::from(m.shared_intermediate)
+        }
         None => f64::from(arch.intermediate),
     };
     2.0 * rb * f64::from(arch.hidden) + 3.0 * ab * i

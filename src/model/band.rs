@@ -81,9 +81,17 @@ mod tests {
 
     #[test]
     fn every_band_brackets_the_prediction() {
-        for kind in [BandKind::Full, BandKind::Lora, BandKind::Qlora, BandKind::Inference] {
+        for kind in [
+            BandKind::Full,
+            BandKind::Lora,
+            BandKind::Qlora,
+            BandKind::Inference,
+        ] {
             let (lo, hi) = kind.ratio_range();
-            assert!(lo > 0.5 && lo <= 1.0 && hi >= 1.0 && hi < 2.0, "{kind:?} {lo} {hi}");
+            assert!(
+                lo > 0.5 && lo <= 1.0 && hi >= 1.0 && hi < 2.0,
+                "{kind:?} {lo} {hi}"
+            );
         }
         let job = Job::default();
         let b = band(&job, 10.0);

@@ -5,11 +5,11 @@ use super::activations::{
     layer_bytes_per_token, loss_bytes_per_logit,
 };
 use super::arch::{AttentionKind, ParamCounts};
+use super::band::{band, Band};
 use super::job::{
     Checkpointing, FrozenSharding, Job, Mode, Module, Offload, OffloadDevice, Optimizer,
     Parallelism, Precision, WeightFormat,
 };
-use super::band::{band, Band};
 use crate::bytes::GIB;
 use serde::{Deserialize, Serialize};
 
@@ -527,7 +527,8 @@ pub fn estimate(job: &Job) -> Estimate {
         // What every layer keeps through the whole backward, and what one layer adds while it is recomputed
         // (HF `gradient_checkpointing`: each layer's input is kept; in backward one layer at a time is
         // recomputed; Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost").
-        let (saved_acts, saved_scores, recomputed_acts, recomputed_scores) = match job.checkpointing {
+        let (saved_acts, saved_scores, recomputed_acts, recomputed_scores) = match job.checkpointing
+        {
             Checkpointing::Off => (
                 kept_layers * per_layer * act_share,
                 kept_layers * scores_layer * act_share,
@@ -560,7 +561,8 @@ pub fn estimate(job: &Job) -> Estimate {
         // layer's backward (after the logits are freed) with its recomputed activations and gradient buffers.
         let layer_work = layer_backward_bytes_per_token(arch, &job) * tokens * act_share;
         let loss_phase = saved_acts + saved_scores + final_norm + loss;
-        let layer_phase = saved_acts + saved_scores + recomputed_acts + recomputed_scores + layer_work;
+        let layer_phase =
+            saved_acts + saved_scores + recomputed_acts + recomputed_scores + layer_work;
         if loss_phase >= layer_phase {
             activations = saved_acts + final_norm;
             scores = saved_scores;

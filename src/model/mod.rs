@@ -10,14 +10,15 @@ pub mod job;
 pub mod stack;
 pub mod weights;
 
-pub use band::{band, Band, BandKind};
 pub use arch::{Architecture, AttentionKind, Biases, Mla, MlpKind, Moe, ParamCounts};
+pub use band::{band, Band, BandKind};
 pub use estimate::{
     estimate, Component, Estimate, HostComponent, Part, Phase, Warning, ALLOCATOR_FIXED_GIB,
     ALLOCATOR_TRANSIENT_SHARE, ALLOCATOR_VARIABLE_SHARE, CUDA_CONTEXT_GIB,
 };
 pub use job::{
     AttentionImpl, Checkpointing, FrozenSharding, Inference, Job, KvDtype, Lora, LossImpl, Mode,
-    Module, Offload, OffloadDevice, Optimizer, Parallelism, Precision, Version, Versions, WeightFormat,
+    Module, Offload, OffloadDevice, Optimizer, Parallelism, Precision, Version, Versions,
+    WeightFormat,
 };
 pub use stack::Stack;
