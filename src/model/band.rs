@@ -89,7 +89,7 @@ mod tests {
         ] {
             let (lo, hi) = kind.ratio_range();
             assert!(
-                lo > 0.5 && lo <= 1.0 && hi >= 1.0 && hi < 2.0,
+                lo > 0.5 && lo <= 1.0 && (1.0..2.0).contains(&hi),
                 "{kind:?} {lo} {hi}"
             );
         }
