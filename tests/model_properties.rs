@@ -248,7 +248,9 @@ fn hand_derived_autocast_weight_copies() {
 
 #[test]
 fn hand_derived_logits_and_quantized_weights() {
-    // Logits with an fp32-upcast loss: 14 B per token × vocab. 4 × 2048 tokens × 128,256 × 14 B.
+    // Logits with an fp32-upcast loss at `LogSoftmaxBackward`: the saved fp32 output, the incoming and the
+    // outgoing fp32 gradient, 12 B per token × vocab (the 16-bit logits die before backward).
+    // 4 × 2048 tokens × 128,256 × 12 B.
     let job = Job {
         loss: LossImpl::Fp32Logits,
         ..Job::default()
@@ -256,7 +258,7 @@ fn hand_derived_logits_and_quantized_weights() {
     let e = estimate(&job);
     assert_eq!(
         e.gpu_bytes(Component::Logits),
-        14.0 * 4.0 * 2048.0 * 128_256.0
+        12.0 * 4.0 * 2048.0 * 128_256.0
     );
     // Fused linear + cross-entropy never materializes them.
     assert_eq!(
