@@ -9,6 +9,15 @@
 use super::arch::{Architecture, MlpKind};
 use super::job::{AttentionImpl, Job, LossImpl, Mode, Module, Precision};
 
+/// Bytes of one residual-stream element: fp32 under autocast over fp32 weights, else the compute size.
+pub fn residual_bytes(job: &Job) -> f64 {
+    if autocast_over_fp32(job) {
+        4.0
+    } else {
+        act_bytes(job)
+    }
+}
+
 /// Bytes of one activation element: 2 under bf16/fp16 compute, 4 in fp32.
 pub fn act_bytes(job: &Job) -> f64 {
     if job.precision == Precision::Fp32 {
@@ -53,7 +62,7 @@ pub fn autocast_over_fp32(job: &Job) -> bool {
 pub fn layer_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
     let ab = act_bytes(job);
     let amp = autocast_over_fp32(job);
-    let rb = if amp { 4.0 } else { ab };
+    let rb = residual_bytes(job);
     let h = f64::from(arch.hidden);
     let q = arch.q_width();
     let kv = arch.kv_width();
@@ -147,7 +156,7 @@ pub fn layer_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
 pub fn final_norm_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
     let h = f64::from(arch.hidden);
     let ab = act_bytes(job);
-    let rb = if autocast_over_fp32(job) { 4.0 } else { ab };
+    let rb = residual_bytes(job);
     let head_trained = weights_trained(job)
         || (job.lora.train_lm_head && matches!(job.mode, Mode::Lora | Mode::Qlora));
     4.0 * h
@@ -160,7 +169,7 @@ pub fn final_norm_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
 /// alive together (3·ab·i; per active expert for MoE).
 pub fn layer_backward_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
     let ab = act_bytes(job);
-    let rb = if autocast_over_fp32(job) { 4.0 } else { ab };
+    let rb = residual_bytes(job);
     let i = match arch.moe {
         Some(m) => {
             f64::from(m.expert_intermediate) * f64::from(m.active.max(1))
@@ -191,7 +200,7 @@ pub fn eager_scores_per_token(arch: &Architecture, job: &Job, seq: f64) -> f64 {
 /// 16-bit logits of all chunks and their gradient remain: ≈ 4 B. Fused linear + cross-entropy (Liger,
 /// Unsloth): no logits tensor at all. Sources: transformers `loss_utils.py`, torchtune
 /// `CEWithChunkedOutputLoss`, `shared/design/memory-model.md` §11.
-pub fn loss_bytes_per_logit(loss: LossImpl, _job: &Job) -> f64 {
+pub fn loss_bytes_per_logit(loss: LossImpl) -> f64 {
     match loss {
         LossImpl::Fp32Logits => 12.0,
         LossImpl::Bf16Logits => 9.0,

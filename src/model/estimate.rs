@@ -2,7 +2,7 @@
 
 use super::activations::{
     act_bytes, eager_scores_per_token, final_norm_bytes_per_token, layer_backward_bytes_per_token,
-    layer_bytes_per_token, loss_bytes_per_logit,
+    layer_bytes_per_token, loss_bytes_per_logit, residual_bytes,
 };
 use super::arch::{AttentionKind, ParamCounts};
 use super::band::{band, Band};
@@ -518,11 +518,7 @@ pub fn estimate(job: &Job) -> Estimate {
         };
         // Checkpointed layers keep their input, in the residual stream's dtype (fp32 under autocast over
         // fp32 weights).
-        let resid = if super::activations::autocast_over_fp32(&job) {
-            4.0
-        } else {
-            ab
-        };
+        let resid = residual_bytes(&job);
         let layer_input = resid * f64::from(arch.hidden) * tokens;
         // What every layer keeps through the whole backward, and what one layer adds while it is recomputed
         // (HF `gradient_checkpointing`: each layer's input is kept; in backward one layer at a time is
@@ -549,7 +545,7 @@ pub fn estimate(job: &Job) -> Estimate {
             ),
         };
         let final_norm = final_norm_bytes_per_token(arch, &job) * tokens;
-        let loss = loss_bytes_per_logit(job.loss, &job)
+        let loss = loss_bytes_per_logit(job.loss)
             * tokens
             * f64::from(arch.vocab)
             * if job.parallelism == Parallelism::Tensor {
