@@ -2,6 +2,7 @@
 //! named by catalog id instead of spelled out. Errors carry the path of the offending field.
 
 use crate::catalog;
+use crate::form::Form;
 use crate::model::{estimate, Estimate, Job};
 use serde_json::Value;
 
@@ -24,7 +25,37 @@ pub fn job_from_value(mut value: Value) -> Result<Job, String> {
         }
         Some(other) => return Err(format!("model: expected a catalog id string, got {other}")),
     }
+    job.check()?;
     Ok(job)
+}
+
+/// Longest JSON request accepted (a job or form is a few hundred bytes; a pasted config a few KiB).
+pub const MAX_REQUEST_BYTES: usize = 1 << 20;
+
+/// Parses JSON text no longer than [`MAX_REQUEST_BYTES`]. `serde_json` stops at 128 levels of nesting with
+/// an error, so neither size nor depth can exhaust memory or the stack.
+pub fn parse_bounded(text: &str) -> Result<Value, String> {
+    if text.len() > MAX_REQUEST_BYTES {
+        return Err(format!(
+            "the request is {} KiB; at most {} KiB is read",
+            text.len() / 1024,
+            MAX_REQUEST_BYTES / 1024
+        ));
+    }
+    serde_json::from_str(text).map_err(|e| e.to_string())
+}
+
+/// Reads the page's form fields from JSON (every field optional; empty text = the default form) and checks
+/// them as share links are checked ([`Form::check`]).
+pub fn form_from_json(text: &str) -> Result<Form, String> {
+    if text.trim().is_empty() {
+        return Ok(Form::default());
+    }
+    let value = parse_bounded(text)?;
+    let form: Form =
+        serde_path_to_error::deserialize(value).map_err(|e| format!("{}: {}", e.path(), e.inner()))?;
+    form.check()?;
+    Ok(form)
 }
 
 /// Parses a JSON request (empty text = the default job).
@@ -32,8 +63,7 @@ pub fn parse_job_json(text: &str) -> Result<Job, String> {
     if text.trim().is_empty() {
         return Ok(Job::default());
     }
-    let value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    job_from_value(value)
+    job_from_value(parse_bounded(text)?)
 }
 
 /// Estimates a JSON request.
@@ -61,5 +91,20 @@ mod tests {
             .unwrap_err()
             .starts_with("model:"));
         assert!(parse_job_json("").is_ok());
+    }
+
+    #[test]
+    fn deep_huge_and_out_of_range_requests_are_refused_with_a_message() {
+        let deep = format!("{}{}", "{\"arch\":".repeat(5000), "}".repeat(5000));
+        assert!(parse_job_json(&deep).unwrap_err().contains("recursion limit"));
+        let huge = format!("{{\"notes\":\"{}\"}}", "x".repeat(MAX_REQUEST_BYTES));
+        assert!(parse_job_json(&huge).unwrap_err().contains("at most"));
+        let err = parse_job_json(r#"{"dataset_gib":1e300}"#).unwrap_err();
+        assert!(err.starts_with("dataset_gib"), "{err}");
+        let err = form_from_json(r#"{"custom_arch":{"hidden":0}}"#).unwrap_err();
+        assert!(err.starts_with("custom_arch.hidden"), "{err}");
+        let err = form_from_json(r#"{"micro_batch":4294967295}"#).unwrap_err();
+        assert!(err.starts_with("micro_batch"), "{err}");
+        assert_eq!(form_from_json("").unwrap(), Form::default());
     }
 }

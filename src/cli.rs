@@ -301,9 +301,7 @@ fn read_form(args: &[&str]) -> Result<Form, String> {
     if text.trim().is_empty() {
         return Ok(Form::default());
     }
-    let mut de = serde_json::Deserializer::from_str(&text);
-    serde_path_to_error::deserialize(&mut de)
-        .map_err(|e| format!("form JSON: {}: {}", e.path(), e.inner()))
+    crate::api::form_from_json(&text).map_err(|e| format!("form JSON: {e}"))
 }
 
 fn cmd_advise(args: &[&str], json: bool) -> Result<(), String> {

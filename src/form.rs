@@ -96,6 +96,26 @@ impl Default for Form {
 }
 
 impl Form {
+    /// Checks every number against the same ranges share links accept ([`crate::model::limits`]), and the
+    /// custom shape as [`Architecture::check`] does; the error names the field.
+    pub fn check(&self) -> Result<(), String> {
+        use crate::model::limits::*;
+        self.custom_arch
+            .check()
+            .map_err(|e| format!("custom_arch.{e}"))?;
+        in_range("custom_vram_gib", self.custom_vram_gib, 1, MAX_MEMORY_GIB)?;
+        in_range("gpus", self.gpus, 1, MAX_GPUS)?;
+        in_range("ram_gib", self.ram_gib, 1, MAX_MEMORY_GIB)?;
+        in_range("lora_rank", self.lora_rank, 1, MAX_RANK)?;
+        in_range("micro_batch", self.micro_batch, 1, MAX_BATCH)?;
+        in_range("seq_len", self.seq_len, 1, MAX_TOKENS)?;
+        in_range("grad_accum", self.grad_accum, 1, MAX_BATCH)?;
+        in_range("prompt_tokens", self.prompt_tokens, 1, MAX_TOKENS)?;
+        in_range("new_tokens", self.new_tokens, 0, MAX_TOKENS)?;
+        in_range("concurrent", self.concurrent, 1, MAX_BATCH)?;
+        Ok(())
+    }
+
     /// The job this form describes (unknown catalog ids fall back to the defaults' model).
     pub fn job(&self) -> Job {
         let arch = self.arch();

@@ -4,6 +4,7 @@
 
 use crate::catalog;
 use crate::form::{Form, CUSTOM};
+use crate::model::limits;
 use crate::model::{Architecture, AttentionKind, Biases, Mla, MlpKind, Module, Moe};
 use serde::{de::DeserializeOwned, Serialize};
 
@@ -106,7 +107,7 @@ pub fn arch_id(a: &Architecture) -> String {
 /// Parses [`arch_id`]'s format; `None` when any part is malformed or the shape is impossible.
 pub fn arch_from(s: &str) -> Option<Architecture> {
     let mut a = Architecture::default();
-    let dim = |v: &str| number(v, 0, 1 << 24);
+    let dim = |v: &str| number(v, 0, limits::MAX_DIM);
     let five = |v: &str| -> Option<[u32; 5]> {
         let n: Vec<u32> = v.split('/').map(dim).collect::<Option<_>>()?;
         n.try_into().ok()
@@ -168,15 +169,7 @@ pub fn arch_from(s: &str) -> Option<Architecture> {
             _ => return None,
         }
     }
-    let valid = a.layers >= 1
-        && a.hidden >= 1
-        && a.heads >= 1
-        && (1..=a.heads).contains(&a.kv_heads)
-        && a.head_dim >= 1
-        && a.vocab >= 1
-        && a.moe
-            .is_none_or(|m| m.experts >= 1 && (1..=m.experts).contains(&m.active));
-    valid.then_some(a)
+    a.check().is_ok().then_some(a)
 }
 
 fn flag(b: bool) -> String {
@@ -348,32 +341,32 @@ pub fn decode(query: &str) -> (Form, Vec<Ignored>) {
             "arch" => set(&mut form.custom_arch, arch_from(&value)),
             "gpu" if value == CUSTOM => set(&mut form.gpu, Some(value.clone())),
             "gpu" => set(&mut form.gpu, catalog::gpu(&value).map(|g| g.id.clone())),
-            "vram" => set(&mut form.custom_vram_gib, number(&value, 1, 1 << 20)),
-            "gpus" => set(&mut form.gpus, number(&value, 1, 4096)),
-            "ram" => set(&mut form.ram_gib, number(&value, 1, 65536)),
+            "vram" => set(&mut form.custom_vram_gib, number(&value, 1, limits::MAX_MEMORY_GIB)),
+            "gpus" => set(&mut form.gpus, number(&value, 1, limits::MAX_GPUS)),
+            "ram" => set(&mut form.ram_gib, number(&value, 1, limits::MAX_MEMORY_GIB)),
             "stack" => set(&mut form.stack, enum_from(&value)),
             "mode" => set(&mut form.mode, enum_from(&value)),
             "weights" => set(&mut form.weights, enum_from(&value)),
             "precision" => set(&mut form.precision, enum_from(&value)),
             "optim" => set(&mut form.optimizer, enum_from(&value)),
-            "rank" => set(&mut form.lora_rank, number(&value, 1, 65536)),
+            "rank" => set(&mut form.lora_rank, number(&value, 1, limits::MAX_RANK)),
             "targets" => set(&mut form.lora_targets, targets_from(&value)),
             "embed" => set(&mut form.train_embed, flag_from(&value)),
             "head" => set(&mut form.train_lm_head, flag_from(&value)),
             "dora" => set(&mut form.dora, flag_from(&value)),
             "dropout" => set(&mut form.lora_dropout, flag_from(&value)),
-            "batch" => set(&mut form.micro_batch, number(&value, 1, 1 << 20)),
-            "seq" => set(&mut form.seq_len, number(&value, 1, 1 << 24)),
-            "accum" => set(&mut form.grad_accum, number(&value, 1, 1 << 20)),
+            "batch" => set(&mut form.micro_batch, number(&value, 1, limits::MAX_BATCH)),
+            "seq" => set(&mut form.seq_len, number(&value, 1, limits::MAX_TOKENS)),
+            "accum" => set(&mut form.grad_accum, number(&value, 1, limits::MAX_BATCH)),
             "varlen" => set(&mut form.variable_lengths, flag_from(&value)),
             "ckpt" => set(&mut form.checkpointing, enum_from(&value)),
             "attn" => set(&mut form.attention, enum_from(&value)),
             "loss" => set(&mut form.loss, enum_from(&value)),
             "par" => set(&mut form.parallelism, enum_from(&value)),
             "offload" => set(&mut form.offload, enum_from(&value)),
-            "prompt" => set(&mut form.prompt_tokens, number(&value, 1, 1 << 24)),
-            "new" => set(&mut form.new_tokens, number(&value, 0, 1 << 24)),
-            "conc" => set(&mut form.concurrent, number(&value, 1, 1 << 20)),
+            "prompt" => set(&mut form.prompt_tokens, number(&value, 1, limits::MAX_TOKENS)),
+            "new" => set(&mut form.new_tokens, number(&value, 0, limits::MAX_TOKENS)),
+            "conc" => set(&mut form.concurrent, number(&value, 1, limits::MAX_BATCH)),
             "kv" => set(&mut form.kv_dtype, enum_from(&value)),
             _ => {
                 ignored.push(Ignored::UnknownKey(shorten(&key)));

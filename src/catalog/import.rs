@@ -296,6 +296,12 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
         layer_norm,
         qk_norm,
     };
+    // The same limits as every other entry point (a shape can pass each field's check and still be
+    // impossible, e.g. more KV heads than heads).
+    arch.check().map_err(|e| {
+        let (field, reason) = e.split_once(": ").unwrap_or(("config", e.as_str()));
+        invalid(field, reason)
+    })?;
     let weights = outer
         .get("quantization_config")
         .and_then(Value::as_object)

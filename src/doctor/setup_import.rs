@@ -5,6 +5,7 @@
 
 use crate::catalog::{self, import};
 use crate::form::Form;
+use crate::model::limits;
 use crate::model::{
     AttentionImpl, Checkpointing, LossImpl, Mode, Module, Offload, Optimizer, Parallelism,
     Precision, WeightFormat,
@@ -245,8 +246,9 @@ fn truthy(v: &str) -> bool {
     )
 }
 
-fn number(v: &str) -> Option<u32> {
-    v.trim().parse::<u32>().ok().filter(|n| *n >= 1)
+/// A whole number in `1..=max` (values beyond the model's limits are ignored, not clamped).
+fn number(v: &str, max: u32) -> Option<u32> {
+    v.trim().parse::<u32>().ok().filter(|n| (1..=max).contains(n))
 }
 
 fn modules(v: &str) -> Option<Vec<Module>> {
@@ -303,16 +305,16 @@ fn apply(f: &mut Form, key: &str, v: &str) -> bool {
         "per_device_train_batch_size"
         | "micro_batch_size"
         | "train_micro_batch_size_per_gpu"
-        | "batch_size" => match number(v) {
+        | "batch_size" => match number(v, limits::MAX_BATCH) {
             Some(n) => f.micro_batch = n,
             None => return false,
         },
-        "gradient_accumulation_steps" => match number(v) {
+        "gradient_accumulation_steps" => match number(v, limits::MAX_BATCH) {
             Some(n) => f.grad_accum = n,
             None => return false,
         },
         "max_seq_length" | "max_length" | "model_max_length" | "cutoff_len" | "sequence_len"
-        | "max_seq_len" => match number(v) {
+        | "max_seq_len" => match number(v, limits::MAX_TOKENS) {
             Some(n) => f.seq_len = n,
             None => return false,
         },
@@ -370,7 +372,7 @@ fn apply(f: &mut Form, key: &str, v: &str) -> bool {
             "float32" | "fp32" => f.precision = Precision::Fp32,
             _ => return false,
         },
-        "lora_r" | "lora_rank" | "r" => match number(v) {
+        "lora_r" | "lora_rank" | "r" => match number(v, limits::MAX_RANK) {
             Some(n) => f.lora_rank = n,
             None => return false,
         },
@@ -445,7 +447,7 @@ fn apply(f: &mut Form, key: &str, v: &str) -> bool {
                 f.loss = LossImpl::Fused
             }
         }
-        "num_processes" | "nproc_per_node" | "num_gpus" => match number(v) {
+        "num_processes" | "nproc_per_node" | "num_gpus" => match number(v, limits::MAX_GPUS) {
             Some(n) => f.gpus = n,
             None => return false,
         },

@@ -38,6 +38,26 @@ pub fn autocast_over_fp32(job: &Job) -> bool {
     job.precision == Precision::Mixed && !job.weights.is_quantized()
 }
 
+/// Bytes per token of one decoder layer, split by how tensor parallelism divides them (Megatron-LM layout,
+/// Korthikanti et al. 2022 sec. 4.2, without sequence parallelism): the residual stream, the norms and the
+/// inputs of the column-parallel projections (q/k/v, gate/up, and their LoRA `A` inputs) are whole on every
+/// rank; the attention heads, the MLP intermediate and the row-parallel inputs (`o_proj`, `down_proj`) are
+/// split across the `tp` ranks.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LayerBytes {
+    /// Whole on every tensor-parallel rank.
+    pub replicated: f64,
+    /// Divided across tensor-parallel ranks.
+    pub split: f64,
+}
+
+impl LayerBytes {
+    /// Bytes on one rank of `tp` tensor-parallel ranks (`tp` = 1: the whole layer).
+    pub fn per_rank(&self, tp: f64) -> f64 {
+        self.replicated + self.split / tp.max(1.0)
+    }
+}
+
 /// Bytes one decoder layer keeps for backward, per token, excluding the eager `s × s` attention matrices.
 ///
 /// Each entry is a tensor autograd saves, read off the saved-tensor hooks of a real transformers 5 / PEFT 0.21
@@ -59,7 +79,7 @@ pub fn autocast_over_fp32(job: &Job) -> bool {
 ///   product), and the product when `down` trains (ab·i each); plain MLP: the pre-activation and the
 ///   activation output when `down` needs it;
 /// - MoE: the MLP part once per active expert, plus shared experts.
-pub fn layer_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
+pub fn layer_bytes_per_token(arch: &Architecture, job: &Job) -> LayerBytes {
     let ab = act_bytes(job);
     let amp = autocast_over_fp32(job);
     let rb = residual_bytes(job);
@@ -96,24 +116,25 @@ pub fn layer_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
     };
     let norms = norm * f64::from(arch.norms_per_layer.clamp(1, 4));
 
-    // Attention block.
-    let mut attn = shared_input(3.0, h);
-    attn += adapter(Module::Q, h)
+    // Attention block: the projections' h-wide inputs are whole on every rank; heads are split.
+    let attn_in = shared_input(3.0, h)
+        + adapter(Module::Q, h)
         + adapter(Module::K, h)
-        + adapter(Module::V, h)
-        + adapter(Module::O, q);
+        + adapter(Module::V, h);
     let repeated = job.versions.sdpa_repeats_kv(job.variable_lengths);
-    attn += match job.attention {
-        AttentionImpl::Flash2 => ab * (2.0 * q + 2.0 * kv),
-        AttentionImpl::Sdpa if !repeated => ab * (2.0 * q + 2.0 * kv),
-        // The expanded K/V are what SDPA saves; the output goes through `.contiguous()` after a transpose
-        // that the mask-taking (efficient) kernel's layout needs, which `o_proj` saves when it trains.
-        AttentionImpl::Sdpa => ab * 4.0 * q + if trained { ab * q } else { 0.0 },
-        AttentionImpl::Eager => ab * 3.0 * q + if trained { ab * q } else { 0.0 },
-    };
+    let attn_heads = adapter(Module::O, q)
+        + match job.attention {
+            AttentionImpl::Flash2 => ab * (2.0 * q + 2.0 * kv),
+            AttentionImpl::Sdpa if !repeated => ab * (2.0 * q + 2.0 * kv),
+            // The expanded K/V are what SDPA saves; the output goes through `.contiguous()` after a
+            // transpose that the mask-taking (efficient) kernel's layout needs, which `o_proj` saves when
+            // it trains.
+            AttentionImpl::Sdpa => ab * 4.0 * q + if trained { ab * q } else { 0.0 },
+            AttentionImpl::Eager => ab * 3.0 * q + if trained { ab * q } else { 0.0 },
+        };
 
-    // MLP block, per expert pass.
-    let mlp_width = |i: f64| -> f64 {
+    // MLP block, per expert pass: (whole inputs of gate/up, split intermediate and down input).
+    let mlp_width = |i: f64| -> (f64, f64) {
         let acts = match arch.mlp {
             MlpKind::Gated => 3.0 * ab * i,
             MlpKind::Plain => ab * i,
@@ -125,19 +146,20 @@ pub fn layer_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
             }
             MlpKind::Plain => shared_input(1.0, h) + adapter(Module::Up, h),
         };
-        acts + down_in + gate_up_in
+        (gate_up_in, acts + down_in)
     };
-    let mlp = match arch.moe {
+    let (mlp_in, mlp_inner) = match arch.moe {
         None => mlp_width(f64::from(arch.intermediate)),
         Some(moe) => {
-            let routed = f64::from(moe.active.min(moe.experts))
-                * (mlp_width(f64::from(moe.expert_intermediate)) + ab * h);
-            let shared = if moe.shared_intermediate > 0 {
+            let active = f64::from(moe.active.min(moe.experts));
+            let (e_in, e_inner) = mlp_width(f64::from(moe.expert_intermediate));
+            let (s_in, s_inner) = if moe.shared_intermediate > 0 {
                 mlp_width(f64::from(moe.shared_intermediate))
             } else {
-                0.0
+                (0.0, 0.0)
             };
-            routed + shared
+            // Each routed pass also keeps its gathered copy of the tokens' hidden states (ab·h).
+            (active * (e_in + ab * h) + s_in, active * e_inner + s_inner)
         }
     };
 
@@ -147,7 +169,10 @@ pub fn layer_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
     } else {
         0.0
     };
-    norms + attn + mlp + dora
+    LayerBytes {
+        replicated: norms + attn_in + mlp_in,
+        split: attn_heads + mlp_inner + dora,
+    }
 }
 
 /// Bytes per token that the final norm and the LM head keep for backward: the norm's fp32 input copy, its
@@ -166,8 +191,9 @@ pub fn final_norm_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
 
 /// Bytes per token of one decoder layer's backward working set beyond what it saved: the incoming gradient of
 /// the layer output (rb·h) and, in the MLP, the gradients of the product, the activation and the up output
-/// alive together (3·ab·i; per active expert for MoE).
-pub fn layer_backward_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
+/// alive together (3·ab·i; per active expert for MoE). The residual gradient is whole on every
+/// tensor-parallel rank, the MLP's is split.
+pub fn layer_backward_bytes_per_token(arch: &Architecture, job: &Job) -> LayerBytes {
     let ab = act_bytes(job);
     let rb = residual_bytes(job);
     let i = match arch.moe {
@@ -177,7 +203,10 @@ pub fn layer_backward_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
         }
         None => f64::from(arch.intermediate),
     };
-    2.0 * rb * f64::from(arch.hidden) + 3.0 * ab * i
+    LayerBytes {
+        replicated: 2.0 * rb * f64::from(arch.hidden),
+        split: 3.0 * ab * i,
+    }
 }
 
 /// Eager attention keeps, per token and layer, the fp32 softmax output and its 16-bit copy (HF

@@ -365,6 +365,13 @@ pub fn estimate(job: &Job) -> Estimate {
         Parallelism::Tensor => 1.0 / n,
         _ => 1.0,
     };
+    // Share of the layers on the busiest pipeline stage (activations: tensor parallelism divides within a
+    // layer instead, see `LayerBytes::per_rank`).
+    let stage_share = if job.parallelism == Parallelism::Pipeline {
+        layer_share
+    } else {
+        1.0
+    };
     let shard = |stage: u8| -> f64 {
         let s = match job.parallelism {
             Parallelism::Zero1 => 1,
@@ -503,59 +510,56 @@ pub fn estimate(job: &Job) -> Estimate {
     let mut logits = 0.0;
     let mut temporary_bwd = 0.0;
     if job.is_training() {
-        let per_layer = layer_bytes_per_token(arch, &job) * tokens;
-        let scores_layer = eager_scores_per_token(arch, &job, seq) * tokens;
+        // Tensor parallelism splits the heads and the MLP intermediate, not the residual stream.
+        let tp = if job.parallelism == Parallelism::Tensor {
+            n
+        } else {
+            1.0
+        };
+        let per_layer = layer_bytes_per_token(arch, &job).per_rank(tp) * tokens;
+        let scores_layer = eager_scores_per_token(arch, &job, seq) * tokens / tp;
         // Layers that keep activations: all, except below the first trained layer in freeze mode.
         let total_layers = f64::from(arch.layers);
         let kept_layers = match job.mode {
             Mode::Freeze => f64::from(job.freeze_trainable_layers.min(arch.layers)),
             _ => total_layers,
-        } * layer_share;
-        let act_share = if job.parallelism == Parallelism::Tensor {
-            1.0 / n
-        } else {
-            1.0
-        };
+        } * stage_share;
         // Checkpointed layers keep their input, in the residual stream's dtype (fp32 under autocast over
-        // fp32 weights).
+        // fp32 weights), whole on every tensor-parallel rank.
         let resid = residual_bytes(&job);
         let layer_input = resid * f64::from(arch.hidden) * tokens;
+        // Recomputation runs one layer at a time, and only in layers that keep activations: where fewer than
+        // one layer does (a pipeline stage's share of the trained layers), that share is what is recomputed.
+        let recomputed_layers = kept_layers.min(1.0);
         // What every layer keeps through the whole backward, and what one layer adds while it is recomputed
         // (HF `gradient_checkpointing`: each layer's input is kept; in backward one layer at a time is
         // recomputed; Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost").
         let (saved_acts, saved_scores, recomputed_acts, recomputed_scores) = match job.checkpointing
         {
             Checkpointing::Off => (
-                kept_layers * per_layer * act_share,
-                kept_layers * scores_layer * act_share,
+                kept_layers * per_layer,
+                kept_layers * scores_layer,
                 0.0,
                 0.0,
             ),
             Checkpointing::Layer => (
                 kept_layers * layer_input,
                 0.0,
-                per_layer * act_share,
-                scores_layer * act_share,
+                recomputed_layers * per_layer,
+                recomputed_layers * scores_layer,
             ),
             Checkpointing::Offload => (
-                2.0 * layer_input,
+                2.0 * layer_input * recomputed_layers,
                 0.0,
-                per_layer * act_share,
-                scores_layer * act_share,
+                recomputed_layers * per_layer,
+                recomputed_layers * scores_layer,
             ),
         };
         let final_norm = final_norm_bytes_per_token(arch, &job) * tokens;
-        let loss = loss_bytes_per_logit(job.loss)
-            * tokens
-            * f64::from(arch.vocab)
-            * if job.parallelism == Parallelism::Tensor {
-                1.0 / n
-            } else {
-                1.0
-            };
+        let loss = loss_bytes_per_logit(job.loss) * tokens * f64::from(arch.vocab) / tp;
         // Backward meets two peaks in turn: the loss's backward with every saved activation alive, then each
         // layer's backward (after the logits are freed) with its recomputed activations and gradient buffers.
-        let layer_work = layer_backward_bytes_per_token(arch, &job) * tokens * act_share;
+        let layer_work = layer_backward_bytes_per_token(arch, &job).per_rank(tp) * tokens;
         let loss_phase = saved_acts + saved_scores + final_norm + loss;
         let layer_phase =
             saved_acts + saved_scores + recomputed_acts + recomputed_scores + layer_work;
@@ -578,7 +582,7 @@ pub fn estimate(job: &Job) -> Estimate {
                 * match (job.mode, job.checkpointing) {
                     (Mode::Full, _) => cast_params * layer_share,
                     (_, Checkpointing::Off) => per_layer_linear * kept_layers,
-                    _ => per_layer_linear,
+                    _ => per_layer_linear * recomputed_layers,
                 };
         }
         // bitsandbytes 4-bit matmuls dequantize each weight to 16-bit on the fly (forward and backward):
@@ -627,7 +631,7 @@ pub fn estimate(job: &Job) -> Estimate {
         // sec. 2.1.2). Sliding-window layers cache at most the window (Mistral v0.1, Gemma 2/3).
         let per_token_layer = match arch.attention {
             AttentionKind::Standard => 2.0 * arch.kv_width(),
-            AttentionKind::Mla => f64::from(arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim),
+            AttentionKind::Mla => f64::from(arch.mla.kv_lora_rank) + f64::from(arch.mla.qk_rope_head_dim),
         };
         let window = f64::from(arch.sliding_window);
         let cached = if window > 0.0 {
@@ -697,27 +701,28 @@ pub fn estimate(job: &Job) -> Estimate {
         0.0
     };
     let embedding_live = grads + tied_sum;
-    let (phase, live_components) = if !job.is_training() {
-        (Phase::Prefill, prefill + kv_cache)
-    } else if backward_live >= step_live.max(embedding_live) {
-        (Phase::Backward, backward_live)
-    } else if embedding_live > step_live {
-        (Phase::EndOfBackward, embedding_live)
+    // Each phase with what is alive in it and its short-lived part (what the caching allocator leaves
+    // reserved but unused around it).
+    let candidates = if job.is_training() {
+        vec![
+            (
+                Phase::Backward,
+                backward_live,
+                activations + scores + logits + temporary_bwd,
+            ),
+            (Phase::EndOfBackward, embedding_live, tied_sum),
+            (Phase::OptimizerStep, step_live, step_temp + unresharded),
+        ]
     } else {
-        (Phase::OptimizerStep, step_live)
-    };
-    let peak_allocated = static_bytes + live_components;
-    let transient = match phase {
-        Phase::Backward => activations + scores + logits + temporary_bwd,
-        Phase::OptimizerStep => step_temp + unresharded,
-        Phase::EndOfBackward => tied_sum,
-        Phase::Prefill | Phase::Generation => prefill,
+        vec![(Phase::Prefill, prefill + kv_cache, prefill)]
     };
     // Blocks cached for other shapes: the variable-length excess over the fixed-shape share.
-    let other_shapes = if job.variable_lengths && job.is_training() {
-        (ALLOCATOR_VARIABLE_SHARE - ALLOCATOR_TRANSIENT_SHARE).max(0.0) * transient
-    } else {
-        0.0
+    let other_shapes = |transient: f64| {
+        if job.variable_lengths && job.is_training() {
+            (ALLOCATOR_VARIABLE_SHARE - ALLOCATOR_TRANSIENT_SHARE).max(0.0) * transient
+        } else {
+            0.0
+        }
     };
     // Generation grows the KV cache by concatenation (transformers `DynamicCache.update`: `torch.cat` of the
     // old cache and the new token's keys/values, every step): each layer's cache is re-allocated one token
@@ -728,9 +733,37 @@ pub fn estimate(job: &Job) -> Estimate {
     } else {
         0.0
     };
-    let reserve = ALLOCATOR_FIXED_GIB * GIB + ALLOCATOR_TRANSIENT_SHARE * transient;
-    let cache = other_shapes + growing_cache;
-    let peak_reserved = peak_allocated + reserve + cache;
+    let reserve_of =
+        |transient: f64| ALLOCATOR_FIXED_GIB * GIB + ALLOCATOR_TRANSIENT_SHARE * transient;
+    let reserved_of = |live: f64, transient: f64| {
+        static_bytes + live + reserve_of(transient) + other_shapes(transient) + growing_cache
+    };
+    // `max_memory_allocated` is the largest live total over the phases; the caching allocator never gives
+    // memory back, so `max_memory_reserved` is the largest reserved total, which may come from another
+    // phase (a small optimizer-step peak after a backward that fragmented more). The breakdown and the
+    // verdict follow the phase that needs the most device memory.
+    let peak_allocated = static_bytes
+        + candidates
+            .iter()
+            .map(|c| c.1)
+            .fold(0.0_f64, f64::max);
+    let (phase, _, transient) = candidates
+        .iter()
+        .copied()
+        .reduce(|best, c| {
+            if reserved_of(c.1, c.2) > reserved_of(best.1, best.2) {
+                c
+            } else {
+                best
+            }
+        })
+        .unwrap_or((Phase::Prefill, 0.0, 0.0));
+    let reserve = reserve_of(transient);
+    let cache = other_shapes(transient) + growing_cache;
+    let peak_reserved = candidates
+        .iter()
+        .map(|c| reserved_of(c.1, c.2))
+        .fold(0.0_f64, f64::max);
     let context = CUDA_CONTEXT_GIB * GIB;
     let device_total = peak_reserved + context + states_paged;
 

@@ -456,6 +456,8 @@ impl Job {
             Parallelism::Pipeline | Parallelism::Tensor => 1,
             _ => self.gpus.max(1),
         };
-        u64::from(self.micro_batch) * u64::from(self.grad_accum.max(1)) * u64::from(replicas)
+        u64::from(self.micro_batch)
+            .saturating_mul(u64::from(self.grad_accum.max(1)))
+            .saturating_mul(u64::from(replicas))
     }
 }

@@ -7,6 +7,7 @@ pub mod arch;
 pub mod band;
 pub mod estimate;
 pub mod job;
+pub mod limits;
 pub mod stack;
 pub mod weights;
 

@@ -207,28 +207,34 @@ pub fn install_js_api() {
     use serde::Serialize;
     use wasm_bindgen::{closure::Closure, JsValue};
     let throw = |msg: String| JsValue::from(js_sys::Error::new(&format!("vramfit: {msg}")));
+    // Requests cross as JSON text: `JSON.stringify` throws on a circular object and on a stack overflow
+    // (both become an `Error` here, never a trap), and `crate::api` caps the text's length and depth.
+    let as_json = move |value: &JsValue| -> Result<String, JsValue> {
+        if value.is_undefined() || value.is_null() {
+            return Ok(String::new());
+        }
+        js_sys::JSON::stringify(value)
+            .map(String::from)
+            .map_err(|e| {
+                let why = js_sys::Error::from(e).message();
+                throw(format!("the argument cannot be read as JSON ({why})"))
+            })
+    };
     let estimate =
         Closure::<dyn Fn(JsValue) -> Result<JsValue, JsValue>>::new(move |job: JsValue| {
-            let value: serde_json::Value =
-                serde_wasm_bindgen::from_value(job).map_err(|e| throw(e.to_string()))?;
-            let job = crate::api::job_from_value(value).map_err(throw)?;
+            let job = crate::api::parse_job_json(&as_json(&job)?).map_err(throw)?;
             crate::model::estimate(&job)
                 .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
                 .map_err(|e| throw(e.to_string()))
         });
     let advise =
         Closure::<dyn Fn(JsValue) -> Result<JsValue, JsValue>>::new(move |form: JsValue| {
-            let form: crate::form::Form = if form.is_undefined() || form.is_null() {
-                crate::form::Form::default()
-            } else {
-                serde_path_to_error::deserialize(serde_wasm_bindgen::Deserializer::from(form))
-                    .map_err(|e| throw(format!("{}: {}", e.path(), e.inner())))?
-            };
+            let form = crate::api::form_from_json(&as_json(&form)?).map_err(throw)?;
             let a = crate::advice::advise(&form);
             let out = serde_json::json!({
                 "verdict": a.verdict, "speed": a.speed, "remedies": a.remedies,
                 "combinations": a.combinations, "solutions": a.solutions,
-            "hardware_warnings": a.hardware, "warnings": a.estimate.warnings,
+                "hardware_warnings": a.hardware, "warnings": a.estimate.warnings,
             });
             out.serialize(&serde_wasm_bindgen::Serializer::json_compatible())
                 .map_err(|e| throw(e.to_string()))

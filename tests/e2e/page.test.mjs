@@ -149,3 +149,48 @@ test('screenshots: dark theme, Chinese, phone width', async () => {
   await p2.screenshot({ path: join(OUT, 'phone.png'), fullPage: true });
   await phone.close();
 });
+
+test('hostile calls to window.vramfit throw errors and leave the page working', async () => {
+  const page = await browser.newPage();
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(String(e)));
+  await page.goto(base);
+  await page.waitForSelector('#verdict');
+  const results = await page.evaluate(() => {
+    const nest = (n) => { let o = {}; for (let i = 0; i < n; i++) o = { arch: o }; return o; };
+    const circular = { mode: 'lora' }; circular.self = circular;
+    const wide = { notes: 'x'.repeat(2 << 20) };
+    const calls = {
+      deep: () => window.vramfit.estimate(nest(5000)),
+      deeper: () => window.vramfit.estimate(nest(200000)),
+      circular: () => window.vramfit.estimate(circular),
+      circularForm: () => window.vramfit.advise(circular),
+      huge: () => window.vramfit.estimate(wide),
+      bigint: () => window.vramfit.estimate({ micro_batch: 10n }),
+      wrap: () => window.vramfit.estimate({ micro_batch: 4294967295, grad_accum: 4294967295, gpus: 2 }),
+      mla: () => window.vramfit.estimate({ arch: { attention: 'mla', mla: { kv_lora_rank: 4294967295, qk_rope_head_dim: 1, v_head_dim: 128 } } }),
+      infinite: () => window.vramfit.estimate({ dataset_gib: 1e300 }),
+      zeroHidden: () => window.vramfit.advise({ model: 'custom', custom_arch: { hidden: 0 } }),
+    };
+    const out = {};
+    for (const [name, call] of Object.entries(calls)) {
+      try { call(); out[name] = 'returned'; } catch (e) { out[name] = `${e.constructor.name}: ${e.message}`.slice(0, 160); }
+    }
+    out.after = window.vramfit.estimate({ model: 'qwen2.5-7b' }).device_total;
+    return out;
+  });
+  for (const name of ['deep', 'deeper', 'circular', 'circularForm', 'huge', 'bigint', 'wrap', 'mla', 'infinite', 'zeroHidden']) {
+    assert.match(results[name], /^Error: vramfit: /, `${name}: ${results[name]}`);
+  }
+  assert.match(results.wrap, /micro_batch/);
+  assert.match(results.mla, /kv_lora_rank/);
+  assert.match(results.infinite, /dataset_gib/);
+  assert.match(results.zeroHidden, /custom_arch\.hidden/);
+  assert.ok(results.after > 2 ** 30, JSON.stringify(results));
+  // The page still answers its inputs after all of that.
+  const before = await page.textContent('#verdict');
+  await page.fill('#batch', '16');
+  await page.waitForFunction((b) => document.querySelector('#verdict').textContent !== b, before);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
