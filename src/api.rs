@@ -52,8 +52,8 @@ pub fn form_from_json(text: &str) -> Result<Form, String> {
         return Ok(Form::default());
     }
     let value = parse_bounded(text)?;
-    let form: Form =
-        serde_path_to_error::deserialize(value).map_err(|e| format!("{}: {}", e.path(), e.inner()))?;
+    let form: Form = serde_path_to_error::deserialize(value)
+        .map_err(|e| format!("{}: {}", e.path(), e.inner()))?;
     form.check()?;
     Ok(form)
 }
@@ -96,7 +96,9 @@ mod tests {
     #[test]
     fn deep_huge_and_out_of_range_requests_are_refused_with_a_message() {
         let deep = format!("{}{}", "{\"arch\":".repeat(5000), "}".repeat(5000));
-        assert!(parse_job_json(&deep).unwrap_err().contains("recursion limit"));
+        assert!(parse_job_json(&deep)
+            .unwrap_err()
+            .contains("recursion limit"));
         let huge = format!("{{\"notes\":\"{}\"}}", "x".repeat(MAX_REQUEST_BYTES));
         assert!(parse_job_json(&huge).unwrap_err().contains("at most"));
         let err = parse_job_json(r#"{"dataset_gib":1e300}"#).unwrap_err();

@@ -341,7 +341,10 @@ pub fn decode(query: &str) -> (Form, Vec<Ignored>) {
             "arch" => set(&mut form.custom_arch, arch_from(&value)),
             "gpu" if value == CUSTOM => set(&mut form.gpu, Some(value.clone())),
             "gpu" => set(&mut form.gpu, catalog::gpu(&value).map(|g| g.id.clone())),
-            "vram" => set(&mut form.custom_vram_gib, number(&value, 1, limits::MAX_MEMORY_GIB)),
+            "vram" => set(
+                &mut form.custom_vram_gib,
+                number(&value, 1, limits::MAX_MEMORY_GIB),
+            ),
             "gpus" => set(&mut form.gpus, number(&value, 1, limits::MAX_GPUS)),
             "ram" => set(&mut form.ram_gib, number(&value, 1, limits::MAX_MEMORY_GIB)),
             "stack" => set(&mut form.stack, enum_from(&value)),
@@ -364,7 +367,10 @@ pub fn decode(query: &str) -> (Form, Vec<Ignored>) {
             "loss" => set(&mut form.loss, enum_from(&value)),
             "par" => set(&mut form.parallelism, enum_from(&value)),
             "offload" => set(&mut form.offload, enum_from(&value)),
-            "prompt" => set(&mut form.prompt_tokens, number(&value, 1, limits::MAX_TOKENS)),
+            "prompt" => set(
+                &mut form.prompt_tokens,
+                number(&value, 1, limits::MAX_TOKENS),
+            ),
             "new" => set(&mut form.new_tokens, number(&value, 0, limits::MAX_TOKENS)),
             "conc" => set(&mut form.concurrent, number(&value, 1, limits::MAX_BATCH)),
             "kv" => set(&mut form.kv_dtype, enum_from(&value)),

@@ -152,6 +152,20 @@ async fn a_broken_paste_names_the_field_and_keeps_the_form() {
     assert_eq!(before, text(&root, "#verdict"));
 }
 
+#[wasm_bindgen_test]
+async fn an_impossible_custom_shape_is_named_beside_the_editor() {
+    let root = mount("model=custom", Lang::En);
+    yew::scheduler::flush().await;
+    set_input(&root, "#arch-kv", "4000");
+    yew::scheduler::flush().await;
+    assert!(
+        text(&root, "#arch-error").contains("kv_heads"),
+        "{}",
+        text(&root, "#arch-error")
+    );
+    assert!(root.query_selector("#arch-error").unwrap().is_some());
+}
+
 fn call_estimate(job: &str) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
     vramfit::web::install_js_api();
     let window = gloo::utils::window();

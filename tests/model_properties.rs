@@ -34,10 +34,22 @@ fn job_strategy() -> impl Strategy<Value = Job> {
             Parallelism::Pipeline,
             Parallelism::Tensor,
         ]),
-        prop::sample::select(vec![Offload::None, Offload::Optimizer, Offload::ParamOptimizer]),
+        prop::sample::select(vec![
+            Offload::None,
+            Offload::Optimizer,
+            Offload::ParamOptimizer,
+        ]),
         0u32..4,
-        prop::sample::select(vec![LossImpl::Fp32Logits, LossImpl::Chunked, LossImpl::Fused]),
-        prop::sample::select(vec![Optimizer::Adamw, Optimizer::Adamw8bit, Optimizer::PagedAdamw]),
+        prop::sample::select(vec![
+            LossImpl::Fp32Logits,
+            LossImpl::Chunked,
+            LossImpl::Fused,
+        ]),
+        prop::sample::select(vec![
+            Optimizer::Adamw,
+            Optimizer::Adamw8bit,
+            Optimizer::PagedAdamw,
+        ]),
     );
     (shape, spread).prop_map(
         |(

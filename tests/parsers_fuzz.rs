@@ -14,14 +14,56 @@ use vramfit::{advice, api, model, share};
 
 /// Keys the parsers know, so random trees reach their code paths rather than only "unknown field".
 const KEYS: &[&str] = &[
-    "model", "arch", "mode", "micro_batch", "seq_len", "grad_accum", "gpus", "lora", "rank",
-    "targets", "dataset_gib", "inference", "prompt_tokens", "new_tokens", "batch", "hidden",
-    "layers", "heads", "kv_heads", "head_dim", "vocab", "intermediate", "moe", "experts", "active",
-    "mla", "kv_lora_rank", "qk_rope_head_dim", "custom_arch", "gpu", "custom_vram_gib", "ram_gib",
-    "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-    "intermediate_size", "vocab_size", "num_local_experts", "num_experts_per_tok",
-    "text_config", "per_device_train_batch_size", "gradient_accumulation_steps", "r",
-    "target_modules", "peft_type", "zero_optimization", "stage", "versions", "torch",
+    "model",
+    "arch",
+    "mode",
+    "micro_batch",
+    "seq_len",
+    "grad_accum",
+    "gpus",
+    "lora",
+    "rank",
+    "targets",
+    "dataset_gib",
+    "inference",
+    "prompt_tokens",
+    "new_tokens",
+    "batch",
+    "hidden",
+    "layers",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "vocab",
+    "intermediate",
+    "moe",
+    "experts",
+    "active",
+    "mla",
+    "kv_lora_rank",
+    "qk_rope_head_dim",
+    "custom_arch",
+    "gpu",
+    "custom_vram_gib",
+    "ram_gib",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "intermediate_size",
+    "vocab_size",
+    "num_local_experts",
+    "num_experts_per_tok",
+    "text_config",
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "r",
+    "target_modules",
+    "peft_type",
+    "zero_optimization",
+    "stage",
+    "versions",
+    "torch",
 ];
 
 fn number() -> impl Strategy<Value = Value> {
@@ -41,8 +83,18 @@ fn leaf() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::from),
         number(),
         prop::sample::select(vec![
-            "full", "lora", "qlora", "inference", "llama-3.1-8b", "custom", "4.57", "bf16",
-            "all-linear", "", "\u{202e}", "9999999999",
+            "full",
+            "lora",
+            "qlora",
+            "inference",
+            "llama-3.1-8b",
+            "custom",
+            "4.57",
+            "bf16",
+            "all-linear",
+            "",
+            "\u{202e}",
+            "9999999999",
         ])
         .prop_map(Value::from),
         ".{0,20}".prop_map(Value::from),
@@ -63,11 +115,18 @@ fn tree() -> impl Strategy<Value = Value> {
 /// A `config.json`: the fields the importer requires, each a random number, plus random extra fields.
 fn config() -> impl Strategy<Value = Value> {
     let required = [
-        "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-        "intermediate_size", "vocab_size",
+        "hidden_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "num_key_value_heads",
+        "intermediate_size",
+        "vocab_size",
     ];
     (
-        prop::collection::vec(prop_oneof![3 => (1u32..70_000).prop_map(Value::from), 1 => number()], 6),
+        prop::collection::vec(
+            prop_oneof![3 => (1u32..70_000).prop_map(Value::from), 1 => number()],
+            6,
+        ),
         prop::collection::vec((prop::sample::select(KEYS.to_vec()), tree()), 0..4),
     )
         .prop_map(move |(values, extra)| {
@@ -83,7 +142,13 @@ fn config() -> impl Strategy<Value = Value> {
 fn finite_estimate(job: &model::Job) -> Result<(), TestCaseError> {
     prop_assert_eq!(job.check(), Ok(()));
     let e = model::estimate(job);
-    for v in [e.peak_allocated, e.peak_reserved, e.device_total, e.host_total, e.fit_need] {
+    for v in [
+        e.peak_allocated,
+        e.peak_reserved,
+        e.device_total,
+        e.host_total,
+        e.fit_need,
+    ] {
         prop_assert!(v.is_finite() && v >= 0.0, "{v}");
     }
     Ok(())
@@ -184,4 +249,3 @@ fn nesting_far_past_any_real_request_is_an_error_not_a_crash() {
         assert!(api::parse_job_json(&arrays).is_err(), "{depth}");
     }
 }
-

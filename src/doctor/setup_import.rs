@@ -248,7 +248,10 @@ fn truthy(v: &str) -> bool {
 
 /// A whole number in `1..=max` (values beyond the model's limits are ignored, not clamped).
 fn number(v: &str, max: u32) -> Option<u32> {
-    v.trim().parse::<u32>().ok().filter(|n| (1..=max).contains(n))
+    v.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (1..=max).contains(n))
 }
 
 fn modules(v: &str) -> Option<Vec<Module>> {

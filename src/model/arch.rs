@@ -332,7 +332,9 @@ impl Architecture {
         let q = self.q_width();
         let kv = match self.attention {
             AttentionKind::Standard => self.kv_width(),
-            AttentionKind::Mla => f64::from(self.mla.kv_lora_rank) + f64::from(self.mla.qk_rope_head_dim),
+            AttentionKind::Mla => {
+                f64::from(self.mla.kv_lora_rank) + f64::from(self.mla.qk_rope_head_dim)
+            }
         };
         let o_in = match self.attention {
             AttentionKind::Standard => q,

@@ -631,7 +631,9 @@ pub fn estimate(job: &Job) -> Estimate {
         // sec. 2.1.2). Sliding-window layers cache at most the window (Mistral v0.1, Gemma 2/3).
         let per_token_layer = match arch.attention {
             AttentionKind::Standard => 2.0 * arch.kv_width(),
-            AttentionKind::Mla => f64::from(arch.mla.kv_lora_rank) + f64::from(arch.mla.qk_rope_head_dim),
+            AttentionKind::Mla => {
+                f64::from(arch.mla.kv_lora_rank) + f64::from(arch.mla.qk_rope_head_dim)
+            }
         };
         let window = f64::from(arch.sliding_window);
         let cached = if window > 0.0 {
@@ -742,11 +744,7 @@ pub fn estimate(job: &Job) -> Estimate {
     // memory back, so `max_memory_reserved` is the largest reserved total, which may come from another
     // phase (a small optimizer-step peak after a backward that fragmented more). The breakdown and the
     // verdict follow the phase that needs the most device memory.
-    let peak_allocated = static_bytes
-        + candidates
-            .iter()
-            .map(|c| c.1)
-            .fold(0.0_f64, f64::max);
+    let peak_allocated = static_bytes + candidates.iter().map(|c| c.1).fold(0.0_f64, f64::max);
     let (phase, _, transient) = candidates
         .iter()
         .copied()

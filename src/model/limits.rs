@@ -68,8 +68,18 @@ impl Architecture {
         if let Some(moe) = self.moe {
             in_range("moe.experts", moe.experts, 1, MAX_DIM)?;
             in_range("moe.active", moe.active, 1, moe.experts)?;
-            in_range("moe.expert_intermediate", moe.expert_intermediate, 1, MAX_DIM)?;
-            in_range("moe.shared_intermediate", moe.shared_intermediate, 0, MAX_DIM)?;
+            in_range(
+                "moe.expert_intermediate",
+                moe.expert_intermediate,
+                1,
+                MAX_DIM,
+            )?;
+            in_range(
+                "moe.shared_intermediate",
+                moe.shared_intermediate,
+                0,
+                MAX_DIM,
+            )?;
             in_range("moe.dense_layers", moe.dense_layers, 0, self.layers)?;
         }
         Ok(())
@@ -129,7 +139,8 @@ mod tests {
 
     #[test]
     fn each_bad_size_is_named() {
-        let cases: [(&str, fn(&mut Job)); 7] = [
+        type Spoil = fn(&mut Job);
+        let cases: [(&str, Spoil); 7] = [
             ("arch.hidden", |j| j.arch.hidden = 0),
             ("arch.kv_heads", |j| j.arch.kv_heads = j.arch.heads + 1),
             ("arch.mla.kv_lora_rank", |j| {
@@ -165,7 +176,11 @@ mod tests {
         job.dataset_gib = MAX_DATASET_GIB;
         assert_eq!(job.check(), Ok(()));
         let e = estimate(&job);
-        assert!(e.fit_need.is_finite() && e.fit_need > 1e18, "{}", e.fit_need);
+        assert!(
+            e.fit_need.is_finite() && e.fit_need > 1e18,
+            "{}",
+            e.fit_need
+        );
         assert!(e.host_total.is_finite(), "{}", e.host_total);
     }
 }

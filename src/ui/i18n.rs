@@ -111,6 +111,8 @@ pub struct Text {
     pub opt_fixed_len: &'static str,
     pub opt_variable_len: &'static str,
     pub bad_number: &'static str,
+    /// Before the reason a custom shape is impossible.
+    pub bad_shape: &'static str,
     pub fits: &'static str,
     pub tight: &'static str,
     /// The band of the need: `{low}`, `{high}`.
@@ -349,6 +351,7 @@ pub static EN: Text = Text {
     opt_fixed_len: "Fixed (packed or padded to the length)",
     opt_variable_len: "Variable (dynamic padding)",
     bad_number: "Enter a whole number from {min} to {max}.",
+    bad_shape: "This shape is not possible:",
     fits: "Fits",
     tight: "Tight: fits unless the need is at the high end of its range",
     likely_range: "likely {low} – {high} per GPU (8 in 10 measured runs of this kind land in this range)",
@@ -530,6 +533,7 @@ pub static ZH: Text = Text {
     opt_fixed_len: "固定（打包或填充到该长度）",
     opt_variable_len: "不固定（动态填充）",
     bad_number: "请输入 {min} 到 {max} 之间的整数。",
+    bad_shape: "这个结构不成立：",
     fits: "放得下",
     tight: "偏紧：除非实际需求落在区间上端，否则放得下",
     likely_range: "每张 GPU 可能需要 {low} – {high}（同类实测中约 8/10 落在此区间）",

@@ -5,6 +5,7 @@ use super::i18n::{Lang, Text};
 use super::import_box::ImportBox;
 use crate::catalog::{self, import::ImportedFile};
 use crate::form::{Form, CUSTOM};
+use crate::model::limits;
 use crate::model::{
     AttentionImpl, Checkpointing, KvDtype, LossImpl, Mode, Module, Offload, Optimizer, Parallelism,
     Precision, Stack, WeightFormat,
@@ -109,13 +110,13 @@ pub fn Inputs(props: &InputsProps) -> Html {
                     value={AttrValue::from(form.gpu.clone())} on_change={setter(props, |f, v| f.gpu = v)} />
                 { gpu_hint(props) }
                 if form.gpu == CUSTOM {
-                    <NumberField id="vram" label={t.vram} unit="GiB" tip={t.vram_tip} value={form.custom_vram_gib} min={1} max={1 << 20}
+                    <NumberField id="vram" label={t.vram} unit="GiB" tip={t.vram_tip} value={form.custom_vram_gib} min={1} max={limits::MAX_MEMORY_GIB}
                         error_text={t.bad_number} on_change={setter(props, |f, v| f.custom_vram_gib = v)} />
                 }
                 <div class="row">
-                    <NumberField id="gpus" label={t.gpus} unit="×" tip={t.gpus_tip} value={form.gpus} min={1} max={4096}
+                    <NumberField id="gpus" label={t.gpus} unit="×" tip={t.gpus_tip} value={form.gpus} min={1} max={limits::MAX_GPUS}
                         error_text={t.bad_number} on_change={setter(props, |f, v| f.gpus = v)} />
-                    <NumberField id="ram" label={t.ram} unit="GiB" tip={t.ram_tip} value={form.ram_gib} min={1} max={65536}
+                    <NumberField id="ram" label={t.ram} unit="GiB" tip={t.ram_tip} value={form.ram_gib} min={1} max={limits::MAX_MEMORY_GIB}
                         error_text={t.bad_number} on_change={setter(props, |f, v| f.ram_gib = v)} />
                 </div>
             </fieldset>
@@ -247,8 +248,13 @@ fn arch_editor(props: &InputsProps) -> Html {
                  value: u32,
                  min: u32,
                  f: fn(&mut Form, u32)| {
+        let max = if id == "arch-layers" {
+            limits::MAX_LAYERS
+        } else {
+            limits::MAX_DIM
+        };
         html! {
-            <NumberField id={id} label={label} unit={unit} tip={t.arch_tip} value={value} min={min} max={1 << 24}
+            <NumberField id={id} label={label} unit={unit} tip={t.arch_tip} value={value} min={min} max={max}
                 error_text={t.bad_number} on_change={setter(props, f)} />
         }
     };
@@ -264,6 +270,11 @@ fn arch_editor(props: &InputsProps) -> Html {
                 { field("arch-intermediate", t.intermediate, t.units_dims, a.intermediate, 1, |f, v| f.custom_arch.intermediate = v) }
                 { field("arch-vocab", t.vocab, t.tokens, a.vocab, 1, |f, v| f.custom_arch.vocab = v) }
             </div>
+            // Each field can be in range while the shape is not (more KV heads than heads).
+            { match a.check() {
+                Err(e) => html! { <p class="error" id="arch-error" role="alert">{ format!("{} {e}", t.bad_shape) }</p> },
+                Ok(()) => html! {},
+            } }
             { check(props, "arch-tied", t.tied, t.tied, a.tied_embeddings, |f, v| f.custom_arch.tied_embeddings = v) }
         </div>
     }
@@ -308,7 +319,7 @@ fn lora_inputs(props: &InputsProps) -> Html {
     };
     html! {
         <>
-            <NumberField id="rank" label={t.rank} unit="r" tip={t.rank_tip} value={form.lora_rank} min={1} max={65536}
+            <NumberField id="rank" label={t.rank} unit="r" tip={t.rank_tip} value={form.lora_rank} min={1} max={limits::MAX_RANK}
                 error_text={t.bad_number} on_change={setter(props, |f, v| f.lora_rank = v)} />
             <div class="field targets" title={t.targets_tip}>
                 <span class="label">{ t.targets }</span>
@@ -340,12 +351,12 @@ fn batch_inputs(props: &InputsProps) -> Html {
         <fieldset>
             <legend>{ t.group_batch }</legend>
             <div class="row">
-                <NumberField id="batch" label={t.batch} unit={t.sequences} tip={t.batch_tip} value={form.micro_batch} min={1} max={1 << 20}
+                <NumberField id="batch" label={t.batch} unit={t.sequences} tip={t.batch_tip} value={form.micro_batch} min={1} max={limits::MAX_BATCH}
                     error_text={t.bad_number} on_change={setter(props, |f, v| f.micro_batch = v)} />
-                <NumberField id="seq" label={t.seq} unit={t.tokens} tip={t.seq_tip} value={form.seq_len} min={1} max={1 << 24}
+                <NumberField id="seq" label={t.seq} unit={t.tokens} tip={t.seq_tip} value={form.seq_len} min={1} max={limits::MAX_TOKENS}
                     error_text={t.bad_number} on_change={setter(props, |f, v| f.seq_len = v)} />
             </div>
-            <NumberField id="accum" label={t.accum} unit={t.steps} tip={t.accum_tip} value={form.grad_accum} min={1} max={1 << 20}
+            <NumberField id="accum" label={t.accum} unit={t.steps} tip={t.accum_tip} value={form.grad_accum} min={1} max={limits::MAX_BATCH}
                 error_text={t.bad_number} on_change={setter(props, |f, v| f.grad_accum = v)} />
             <p class="hint">{ format!("{}: {} {}", t.effective_batch, props.effective_batch, t.sequences) }</p>
             <SelectField id="shapes" label={t.shapes} tip={t.shapes_tip} value={if form.variable_lengths { "variable" } else { "fixed" }}
@@ -372,12 +383,12 @@ fn inference_inputs(props: &InputsProps) -> Html {
         <fieldset>
             <legend>{ t.group_inference }</legend>
             <div class="row">
-                <NumberField id="prompt" label={t.prompt} unit={t.tokens} tip={t.prompt_tip} value={form.prompt_tokens} min={1} max={1 << 24}
+                <NumberField id="prompt" label={t.prompt} unit={t.tokens} tip={t.prompt_tip} value={form.prompt_tokens} min={1} max={limits::MAX_TOKENS}
                     error_text={t.bad_number} on_change={setter(props, |f, v| f.prompt_tokens = v)} />
-                <NumberField id="new" label={t.new_tokens} unit={t.tokens} tip={t.new_tokens_tip} value={form.new_tokens} min={0} max={1 << 24}
+                <NumberField id="new" label={t.new_tokens} unit={t.tokens} tip={t.new_tokens_tip} value={form.new_tokens} min={0} max={limits::MAX_TOKENS}
                     error_text={t.bad_number} on_change={setter(props, |f, v| f.new_tokens = v)} />
             </div>
-            <NumberField id="conc" label={t.concurrent} unit={t.sequences} tip={t.concurrent_tip} value={form.concurrent} min={1} max={1 << 20}
+            <NumberField id="conc" label={t.concurrent} unit={t.sequences} tip={t.concurrent_tip} value={form.concurrent} min={1} max={limits::MAX_BATCH}
                 error_text={t.bad_number} on_change={setter(props, |f, v| f.concurrent = v)} />
             <SelectField id="kv" label={t.kv} tip={t.kv_tip} value={id_of(&form.kv_dtype)}
                 options={opts(&[(KvDtype::Bf16, "bf16 (2 B)"), (KvDtype::Fp8, "fp8 (1 B)"), (KvDtype::Int8, "int8 (1 B)"), (KvDtype::Int4, "int4 (0.5 B)")])}

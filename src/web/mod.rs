@@ -222,6 +222,9 @@ pub fn install_js_api() {
     };
     let estimate =
         Closure::<dyn Fn(JsValue) -> Result<JsValue, JsValue>>::new(move |job: JsValue| {
+            if job.is_null() {
+                return Err(throw("expected a job object, got null".into()));
+            }
             let job = crate::api::parse_job_json(&as_json(&job)?).map_err(throw)?;
             crate::model::estimate(&job)
                 .serialize(&serde_wasm_bindgen::Serializer::json_compatible())

@@ -168,7 +168,7 @@ test('hostile calls to window.vramfit throw errors and leave the page working', 
       huge: () => window.vramfit.estimate(wide),
       bigint: () => window.vramfit.estimate({ micro_batch: 10n }),
       wrap: () => window.vramfit.estimate({ micro_batch: 4294967295, grad_accum: 4294967295, gpus: 2 }),
-      mla: () => window.vramfit.estimate({ arch: { attention: 'mla', mla: { kv_lora_rank: 4294967295, qk_rope_head_dim: 1, v_head_dim: 128 } } }),
+      mla: () => window.vramfit.estimate({ arch: { attention: 'mla', mla: { q_lora_rank: 0, kv_lora_rank: 4294967295, qk_nope_head_dim: 128, qk_rope_head_dim: 1, v_head_dim: 128 } } }),
       infinite: () => window.vramfit.estimate({ dataset_gib: 1e300 }),
       zeroHidden: () => window.vramfit.advise({ model: 'custom', custom_arch: { hidden: 0 } }),
     };
