@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # test.sh: runs every test of vramfit and ends with one summary line.
+#   0. core: the model, catalog, advice, doctor and codecs build with no browser crate (scripts/check-core.sh);
 #   1. native: cargo test (memory model, catalog, URL codec, CLI, components rendered with yew's SSR);
 #   2. browser: the wasm-bindgen-test suite in headless Chromium (the real app mounted, DOM asserted);
 #   3. end-to-end: the release build driven by Playwright in Debian's Chromium like a user.
@@ -22,6 +23,7 @@ step() { # name command...: runs a step, keeps its output for the summary
   [ "$rc" -eq 0 ] || failed_steps+=("$name (exit $rc)")
 }
 
+step core bash scripts/check-core.sh
 step native cargo test
 step browser scripts/wasm-run cargo test --target wasm32-unknown-unknown --tests
 if step build bash scripts/build.sh && [ -f dist/index.html ]; then

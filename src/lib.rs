@@ -1,7 +1,9 @@
 //! vramfit: does an LLM fine-tune or inference job fit in GPU memory and system RAM?
 //!
 //! Data flows one way: [`model`] (pure estimate) → [`advice`] (verdict and remedies) → [`ui`] (Yew page).
-//! Only [`ui`] and [`web`] know they run in a browser; everything else is plain Rust, tested natively.
+//! Only [`ui`] and [`web`] know they run in a browser; everything else is plain Rust, tested natively. They
+//! exist only with the `web` feature (on by default), so the compiler keeps browser crates out of the core:
+//! `cargo check --lib --no-default-features` builds everything else without yew, web-sys or wasm-bindgen.
 
 pub mod advice;
 pub mod api;
@@ -14,5 +16,7 @@ pub mod eval;
 pub mod form;
 pub mod model;
 pub mod share;
+#[cfg(feature = "web")]
 pub mod ui;
+#[cfg(feature = "web")]
 pub mod web;
