@@ -96,23 +96,21 @@ impl Default for Form {
 }
 
 impl Form {
-    /// Checks every number against the same ranges share links accept ([`crate::model::limits`]), and the
-    /// custom shape as [`Architecture::check`] does; the error names the field.
+    /// Checks every number against the range its setting declares ([`crate::settings::SETTINGS`], the same
+    /// ranges share links accept), and the custom shape as [`Architecture::check`] does; the error names the
+    /// field.
     pub fn check(&self) -> Result<(), String> {
-        use crate::model::limits::*;
         self.custom_arch
             .check()
             .map_err(|e| format!("custom_arch.{e}"))?;
-        in_range("custom_vram_gib", self.custom_vram_gib, 1, MAX_MEMORY_GIB)?;
-        in_range("gpus", self.gpus, 1, MAX_GPUS)?;
-        in_range("ram_gib", self.ram_gib, 1, MAX_MEMORY_GIB)?;
-        in_range("lora_rank", self.lora_rank, 1, MAX_RANK)?;
-        in_range("micro_batch", self.micro_batch, 1, MAX_BATCH)?;
-        in_range("seq_len", self.seq_len, 1, MAX_TOKENS)?;
-        in_range("grad_accum", self.grad_accum, 1, MAX_BATCH)?;
-        in_range("prompt_tokens", self.prompt_tokens, 1, MAX_TOKENS)?;
-        in_range("new_tokens", self.new_tokens, 0, MAX_TOKENS)?;
-        in_range("concurrent", self.concurrent, 1, MAX_BATCH)?;
+        for setting in crate::settings::SETTINGS {
+            if let Some((lo, hi)) = setting.range {
+                let text = (setting.get)(self);
+                if crate::settings::number(&text, lo, hi).is_none() {
+                    return Err(format!("{}: {text} is outside {lo}…{hi}", setting.field));
+                }
+            }
+        }
         Ok(())
     }
 

@@ -15,6 +15,7 @@ pub mod doctor;
 pub mod eval;
 pub mod form;
 pub mod model;
+pub mod settings;
 pub mod share;
 #[cfg(feature = "web")]
 pub mod ui;

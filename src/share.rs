@@ -1,12 +1,10 @@
-//! URL state ⇄ [`Form`]: readable keys, a version key, catalog ids. Decoding is total: unknown keys are
+//! URL state ⇄ [`Form`]: readable keys (each setting's key from [`crate::settings`]), a version key, catalog ids. Decoding is total: unknown keys are
 //! ignored, bad values fall back to the default, and each is reported so the page can say what it ignored.
 //! Old links keep working: a missing key means "default", and keys are only ever added.
 
-use crate::catalog;
-use crate::form::{Form, CUSTOM};
+use crate::form::Form;
 use crate::model::limits;
-use crate::model::{Architecture, AttentionKind, Biases, Mla, MlpKind, Module, Moe};
-use serde::{de::DeserializeOwned, Serialize};
+use crate::model::{Architecture, AttentionKind, Biases, Mla, MlpKind, Moe};
 
 /// Version written into every link (`v=1`).
 pub const VERSION: u32 = 1;
@@ -23,40 +21,8 @@ pub enum Ignored {
     BadValue { key: String, value: String },
 }
 
-/// The serde (kebab-case) id of a unit enum variant, e.g. `Mode::Qlora` → `"qlora"`.
-pub fn enum_id<T: Serialize>(v: &T) -> String {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
-/// The unit enum variant with this serde id, if any.
-pub fn enum_from<T: DeserializeOwned>(s: &str) -> Option<T> {
-    serde_json::from_value(serde_json::Value::String(s.to_string())).ok()
-}
-
-fn targets_id(t: &[Module]) -> String {
-    if Module::ALL.iter().all(|m| t.contains(m)) {
-        return "all".into();
-    }
-    Module::ALL
-        .iter()
-        .filter(|m| t.contains(m))
-        .map(enum_id)
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-fn targets_from(s: &str) -> Option<Vec<Module>> {
-    if s == "all" {
-        return Some(Module::ALL.to_vec());
-    }
-    if s.is_empty() {
-        return Some(Vec::new());
-    }
-    s.split(',').map(enum_from::<Module>).collect()
-}
+pub use crate::settings::{enum_from, enum_id};
+use crate::settings::{number, SETTINGS};
 
 /// A custom architecture as `key:value` pairs, e.g. `l:32,h:4096,a:32,k:8,d:128,i:14336,v:128256,t:0,mlp:g`,
 /// plus `moe:E/active/width/shared/dense` and `mla:q_rank/kv_rank/nope/rope/v` when present.
@@ -172,96 +138,18 @@ pub fn arch_from(s: &str) -> Option<Architecture> {
     a.check().is_ok().then_some(a)
 }
 
-fn flag(b: bool) -> String {
-    u8::from(b).to_string()
-}
-
-fn flag_from(s: &str) -> Option<bool> {
-    number(s, 0, 1).map(|v| v == 1)
-}
-
 /// Encodes a form as a query string (without `?`). Only fields that differ from the default are written,
 /// so links stay short and a later default change does not silently alter old links' explicit choices.
 pub fn encode(form: &Form) -> String {
     let d = Form::default();
-    let mut pairs: Vec<(&str, String)> = vec![("v", VERSION.to_string())];
-    let mut put = |k: &'static str, v: String, dv: String| {
-        if v != dv {
-            pairs.push((k, v));
+    let mut pairs = vec![format!("v={VERSION}")];
+    for setting in SETTINGS {
+        let value = (setting.get)(form);
+        if value != (setting.get)(&d) {
+            pairs.push(format!("{}={}", setting.key, escape(&value)));
         }
-    };
-    put("model", form.model.clone(), d.model.clone());
-    let arch = if form.model == CUSTOM {
-        arch_id(&form.custom_arch)
-    } else {
-        String::new()
-    };
-    put("arch", arch, String::new());
-    put("gpu", form.gpu.clone(), d.gpu.clone());
-    put(
-        "vram",
-        form.custom_vram_gib.to_string(),
-        d.custom_vram_gib.to_string(),
-    );
-    put("gpus", form.gpus.to_string(), d.gpus.to_string());
-    put("ram", form.ram_gib.to_string(), d.ram_gib.to_string());
-    put("stack", enum_id(&form.stack), enum_id(&d.stack));
-    put("mode", enum_id(&form.mode), enum_id(&d.mode));
-    put("weights", enum_id(&form.weights), enum_id(&d.weights));
-    put("precision", enum_id(&form.precision), enum_id(&d.precision));
-    put("optim", enum_id(&form.optimizer), enum_id(&d.optimizer));
-    put("rank", form.lora_rank.to_string(), d.lora_rank.to_string());
-    put(
-        "targets",
-        targets_id(&form.lora_targets),
-        targets_id(&d.lora_targets),
-    );
-    put("embed", flag(form.train_embed), flag(d.train_embed));
-    put("head", flag(form.train_lm_head), flag(d.train_lm_head));
-    put("dora", flag(form.dora), flag(d.dora));
-    put("dropout", flag(form.lora_dropout), flag(d.lora_dropout));
-    put(
-        "batch",
-        form.micro_batch.to_string(),
-        d.micro_batch.to_string(),
-    );
-    put("seq", form.seq_len.to_string(), d.seq_len.to_string());
-    put(
-        "accum",
-        form.grad_accum.to_string(),
-        d.grad_accum.to_string(),
-    );
-    put(
-        "varlen",
-        flag(form.variable_lengths),
-        flag(d.variable_lengths),
-    );
-    put(
-        "ckpt",
-        enum_id(&form.checkpointing),
-        enum_id(&d.checkpointing),
-    );
-    put("attn", enum_id(&form.attention), enum_id(&d.attention));
-    put("loss", enum_id(&form.loss), enum_id(&d.loss));
-    put("par", enum_id(&form.parallelism), enum_id(&d.parallelism));
-    put("offload", enum_id(&form.offload), enum_id(&d.offload));
-    put(
-        "prompt",
-        form.prompt_tokens.to_string(),
-        d.prompt_tokens.to_string(),
-    );
-    put("new", form.new_tokens.to_string(), d.new_tokens.to_string());
-    put(
-        "conc",
-        form.concurrent.to_string(),
-        d.concurrent.to_string(),
-    );
-    put("kv", enum_id(&form.kv_dtype), enum_id(&d.kv_dtype));
-    pairs
-        .into_iter()
-        .map(|(k, v)| format!("{k}={}", escape(&v)))
-        .collect::<Vec<_>>()
-        .join("&")
+    }
+    pairs.join("&")
 }
 
 /// Percent-encodes everything but unreserved characters (RFC 3986).
@@ -310,14 +198,6 @@ fn unescape(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Parses a whole number within `lo..=hi`.
-fn number(s: &str, lo: u32, hi: u32) -> Option<u32> {
-    s.trim()
-        .parse::<u32>()
-        .ok()
-        .filter(|v| (lo..=hi).contains(v))
-}
-
 /// Decodes a query string (with or without the leading `?`). Never panics; whatever it cannot use is
 /// listed in the second value and left at its default.
 pub fn decode(query: &str) -> (Form, Vec<Ignored>) {
@@ -331,50 +211,10 @@ pub fn decode(query: &str) -> (Form, Vec<Ignored>) {
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         let (key, value) = (unescape(k), unescape(v));
-        let ok = match key.as_str() {
-            "v" => number(&value, 1, VERSION).is_some(),
-            "model" if value == CUSTOM => set(&mut form.model, Some(value.clone())),
-            "model" => set(
-                &mut form.model,
-                catalog::model(&value).map(|m| m.id.clone()),
-            ),
-            "arch" => set(&mut form.custom_arch, arch_from(&value)),
-            "gpu" if value == CUSTOM => set(&mut form.gpu, Some(value.clone())),
-            "gpu" => set(&mut form.gpu, catalog::gpu(&value).map(|g| g.id.clone())),
-            "vram" => set(
-                &mut form.custom_vram_gib,
-                number(&value, 1, limits::MAX_MEMORY_GIB),
-            ),
-            "gpus" => set(&mut form.gpus, number(&value, 1, limits::MAX_GPUS)),
-            "ram" => set(&mut form.ram_gib, number(&value, 1, limits::MAX_MEMORY_GIB)),
-            "stack" => set(&mut form.stack, enum_from(&value)),
-            "mode" => set(&mut form.mode, enum_from(&value)),
-            "weights" => set(&mut form.weights, enum_from(&value)),
-            "precision" => set(&mut form.precision, enum_from(&value)),
-            "optim" => set(&mut form.optimizer, enum_from(&value)),
-            "rank" => set(&mut form.lora_rank, number(&value, 1, limits::MAX_RANK)),
-            "targets" => set(&mut form.lora_targets, targets_from(&value)),
-            "embed" => set(&mut form.train_embed, flag_from(&value)),
-            "head" => set(&mut form.train_lm_head, flag_from(&value)),
-            "dora" => set(&mut form.dora, flag_from(&value)),
-            "dropout" => set(&mut form.lora_dropout, flag_from(&value)),
-            "batch" => set(&mut form.micro_batch, number(&value, 1, limits::MAX_BATCH)),
-            "seq" => set(&mut form.seq_len, number(&value, 1, limits::MAX_TOKENS)),
-            "accum" => set(&mut form.grad_accum, number(&value, 1, limits::MAX_BATCH)),
-            "varlen" => set(&mut form.variable_lengths, flag_from(&value)),
-            "ckpt" => set(&mut form.checkpointing, enum_from(&value)),
-            "attn" => set(&mut form.attention, enum_from(&value)),
-            "loss" => set(&mut form.loss, enum_from(&value)),
-            "par" => set(&mut form.parallelism, enum_from(&value)),
-            "offload" => set(&mut form.offload, enum_from(&value)),
-            "prompt" => set(
-                &mut form.prompt_tokens,
-                number(&value, 1, limits::MAX_TOKENS),
-            ),
-            "new" => set(&mut form.new_tokens, number(&value, 0, limits::MAX_TOKENS)),
-            "conc" => set(&mut form.concurrent, number(&value, 1, limits::MAX_BATCH)),
-            "kv" => set(&mut form.kv_dtype, enum_from(&value)),
-            _ => {
+        let ok = match crate::settings::by_key(&key) {
+            _ if key == "v" => number(&value, 1, VERSION).is_some(),
+            Some(setting) => (setting.set)(&mut form, &value),
+            None => {
                 ignored.push(Ignored::UnknownKey(shorten(&key)));
                 continue;
             }
@@ -389,16 +229,6 @@ pub fn decode(query: &str) -> (Form, Vec<Ignored>) {
     (form, ignored)
 }
 
-fn set<T>(slot: &mut T, value: Option<T>) -> bool {
-    match value {
-        Some(v) => {
-            *slot = v;
-            true
-        }
-        None => false,
-    }
-}
-
 /// Caps text echoed back in notices.
 fn shorten(s: &str) -> String {
     let mut out: String = s.chars().take(40).collect();
@@ -411,7 +241,8 @@ fn shorten(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Checkpointing, Mode, Stack, WeightFormat};
+    use crate::form::CUSTOM;
+    use crate::model::{Checkpointing, Mode, Module, Stack, WeightFormat};
 
     #[test]
     fn default_form_encodes_to_version_only() {

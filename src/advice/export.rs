@@ -6,8 +6,8 @@
 use crate::catalog;
 use crate::form::Form;
 use crate::model::{
-    AttentionImpl, Checkpointing, LossImpl, Mode, Module, Offload, Optimizer, Parallelism,
-    Precision, WeightFormat,
+    AttentionImpl, Checkpointing, LossImpl, Mode, Module, Offload, Parallelism, Precision,
+    WeightFormat,
 };
 
 /// The Hugging Face id to load: the catalog's, or a placeholder for a custom model.
@@ -31,19 +31,6 @@ fn module_names(form: &Form) -> Vec<&'static str> {
             Module::Down => "down_proj",
         })
         .collect()
-}
-
-/// transformers `TrainingArguments.optim` value.
-fn optim_name(o: Optimizer) -> &'static str {
-    match o {
-        Optimizer::Adamw | Optimizer::Adamw16 | Optimizer::None => "adamw_torch",
-        Optimizer::Adamw8bit => "adamw_8bit",
-        Optimizer::PagedAdamw => "paged_adamw_32bit",
-        Optimizer::PagedAdamw8bit => "paged_adamw_8bit",
-        Optimizer::Adafactor => "adafactor",
-        Optimizer::Sgd | Optimizer::SgdMomentum => "sgd",
-        Optimizer::Lion => "lion_32bit",
-    }
 }
 
 fn zero_stage(form: &Form) -> Option<u8> {
@@ -147,7 +134,10 @@ pub fn llama_factory_yaml(form: &Form) -> String {
         _ if fp16(form) => kv("fp16", "true".into()),
         _ => kv("bf16", "true".into()),
     }
-    kv("optim", optim_name(form.optimizer).into());
+    kv(
+        "optim",
+        crate::settings::hf_optimizer_name(form.optimizer).into(),
+    );
     kv(
         "flash_attn",
         match form.attention {
@@ -192,7 +182,10 @@ pub fn trl_command(form: &Form) -> String {
     if !form.variable_lengths {
         arg("packing", None);
     }
-    if form.checkpointing != Checkpointing::Off {
+    // Written either way: TRL's `SFTConfig` and plain `TrainingArguments` disagree on the default.
+    if form.checkpointing == Checkpointing::Off {
+        arg("gradient_checkpointing", Some("false".into()));
+    } else {
         arg("gradient_checkpointing", None);
     }
     match form.precision {
@@ -206,7 +199,10 @@ pub fn trl_command(form: &Form) -> String {
             Some(if fp16(form) { "float16" } else { "bfloat16" }.into()),
         );
     }
-    arg("optim", Some(optim_name(form.optimizer).into()));
+    arg(
+        "optim",
+        Some(crate::settings::hf_optimizer_name(form.optimizer).into()),
+    );
     arg(
         "attn_implementation",
         Some(
@@ -261,6 +257,7 @@ pub fn trl_command(form: &Form) -> String {
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
+    use crate::model::Optimizer;
 
     fn form() -> Form {
         Form {

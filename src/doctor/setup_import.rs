@@ -5,10 +5,9 @@
 
 use crate::catalog::{self, import};
 use crate::form::Form;
-use crate::model::limits;
 use crate::model::{
-    AttentionImpl, Checkpointing, LossImpl, Mode, Module, Offload, Optimizer, Parallelism,
-    Precision, WeightFormat,
+    AttentionImpl, Checkpointing, LossImpl, Mode, Module, Offload, Parallelism, Precision,
+    WeightFormat,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -79,7 +78,14 @@ pub fn import_setup(text: &str, base: &Form) -> Result<SetupImport, SetupError> 
         };
         (format, pairs)
     } else if trimmed.contains("--") {
-        ("command-line", command_line(trimmed))
+        let mut pairs = command_line(trimmed);
+        // TRL's `sft` script trains every weight unless `--use_peft` is given (TRL `ModelConfig.use_peft`,
+        // default false): say so explicitly, before the flags, so `--use_peft`/`--load_in_4bit` still win.
+        let trl_sft = trimmed.contains("trl sft") || trimmed.contains("trl.scripts.sft");
+        if trl_sft && !pairs.iter().any(|(k, _)| k == "use_peft") {
+            pairs.insert(0, ("finetuning_type".into(), "full".into()));
+        }
+        ("command-line", pairs)
     } else {
         ("yaml", yaml(trimmed))
     };
@@ -246,14 +252,6 @@ fn truthy(v: &str) -> bool {
     )
 }
 
-/// A whole number in `1..=max` (values beyond the model's limits are ignored, not clamped).
-fn number(v: &str, max: u32) -> Option<u32> {
-    v.trim()
-        .parse::<u32>()
-        .ok()
-        .filter(|n| (1..=max).contains(n))
-}
-
 fn modules(v: &str) -> Option<Vec<Module>> {
     let mut out = Vec::new();
     for name in v.split([',', ' ']).filter(|s| !s.is_empty()) {
@@ -279,25 +277,13 @@ fn modules(v: &str) -> Option<Vec<Module>> {
     (!out.is_empty()).then_some(out)
 }
 
-fn optimizer(v: &str) -> Option<Optimizer> {
-    let v = v.to_ascii_lowercase();
-    Some(match v.as_str() {
-        "adamw_torch" | "adamw_torch_fused" | "adamw_hf" | "adamw" | "adamw_apex_fused" => {
-            Optimizer::Adamw
-        }
-        "adamw_8bit" | "adamw_bnb_8bit" | "adamw8bit" => Optimizer::Adamw8bit,
-        "paged_adamw_32bit" | "paged_adamw" => Optimizer::PagedAdamw,
-        "paged_adamw_8bit" => Optimizer::PagedAdamw8bit,
-        "adafactor" => Optimizer::Adafactor,
-        "sgd" => Optimizer::SgdMomentum,
-        "lion_32bit" | "lion" | "paged_lion_32bit" => Optimizer::Lion,
-        _ => return None,
-    })
-}
-
 /// Applies one setting; `false` when the key is unknown or its value unusable.
 fn apply(f: &mut Form, key: &str, v: &str) -> bool {
     let key = key.trim_start_matches("-").to_ascii_lowercase();
+    // Keys that mean one setting with a value of its own form come from the settings table.
+    if let Some(setting) = crate::settings::by_alias(&key) {
+        return (setting.set)(f, v);
+    }
     match key.as_str() {
         "model_name_or_path" | "base_model" | "model" | "pretrained_model_name_or_path" => {
             match catalog::find_model(v) {
@@ -305,22 +291,6 @@ fn apply(f: &mut Form, key: &str, v: &str) -> bool {
                 None => return false,
             }
         }
-        "per_device_train_batch_size"
-        | "micro_batch_size"
-        | "train_micro_batch_size_per_gpu"
-        | "batch_size" => match number(v, limits::MAX_BATCH) {
-            Some(n) => f.micro_batch = n,
-            None => return false,
-        },
-        "gradient_accumulation_steps" => match number(v, limits::MAX_BATCH) {
-            Some(n) => f.grad_accum = n,
-            None => return false,
-        },
-        "max_seq_length" | "max_length" | "model_max_length" | "cutoff_len" | "sequence_len"
-        | "max_seq_len" => match number(v, limits::MAX_TOKENS) {
-            Some(n) => f.seq_len = n,
-            None => return false,
-        },
         "gradient_checkpointing" => {
             f.checkpointing = if truthy(v) {
                 if v.eq_ignore_ascii_case("unsloth") {
@@ -375,10 +345,6 @@ fn apply(f: &mut Form, key: &str, v: &str) -> bool {
             "float32" | "fp32" => f.precision = Precision::Fp32,
             _ => return false,
         },
-        "lora_r" | "lora_rank" | "r" => match number(v, limits::MAX_RANK) {
-            Some(n) => f.lora_rank = n,
-            None => return false,
-        },
         "lora_target_modules" | "lora_target" | "target_modules" => match modules(v) {
             Some(m) => f.lora_targets = m,
             None => return false,
@@ -423,7 +389,7 @@ fn apply(f: &mut Form, key: &str, v: &str) -> bool {
                 f.weights = WeightFormat::Int8
             }
         }
-        "optim" | "optimizer" => match optimizer(v) {
+        "optim" | "optimizer" => match crate::settings::hf_optimizer(v) {
             Some(o) => f.optimizer = o,
             None => return false,
         },
@@ -450,10 +416,6 @@ fn apply(f: &mut Form, key: &str, v: &str) -> bool {
                 f.loss = LossImpl::Fused
             }
         }
-        "num_processes" | "nproc_per_node" | "num_gpus" => match number(v, limits::MAX_GPUS) {
-            Some(n) => f.gpus = n,
-            None => return false,
-        },
         "deepspeed" => {
             // A path: read what its name says (ds_z3_offload_config.json, zero2.json…).
             let name = v.to_ascii_lowercase();
@@ -501,6 +463,7 @@ fn apply(f: &mut Form, key: &str, v: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Optimizer;
 
     #[test]
     fn trl_command_line() {

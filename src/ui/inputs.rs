@@ -10,6 +10,7 @@ use crate::model::{
     AttentionImpl, Checkpointing, KvDtype, LossImpl, Mode, Module, Offload, Optimizer, Parallelism,
     Precision, Stack, WeightFormat,
 };
+use crate::settings::range;
 use crate::share::enum_id;
 use crate::web::WebGpuInfo;
 use serde::Serialize;
@@ -110,13 +111,13 @@ pub fn Inputs(props: &InputsProps) -> Html {
                     value={AttrValue::from(form.gpu.clone())} on_change={setter(props, |f, v| f.gpu = v)} />
                 { gpu_hint(props) }
                 if form.gpu == CUSTOM {
-                    <NumberField id="vram" label={t.vram} unit="GiB" tip={t.vram_tip} value={form.custom_vram_gib} min={1} max={limits::MAX_MEMORY_GIB}
+                    <NumberField id="vram" label={t.vram} unit="GiB" tip={t.vram_tip} value={form.custom_vram_gib} min={range("vram").0} max={range("vram").1}
                         error_text={t.bad_number} on_change={setter(props, |f, v| f.custom_vram_gib = v)} />
                 }
                 <div class="row">
-                    <NumberField id="gpus" label={t.gpus} unit="×" tip={t.gpus_tip} value={form.gpus} min={1} max={limits::MAX_GPUS}
+                    <NumberField id="gpus" label={t.gpus} unit="×" tip={t.gpus_tip} value={form.gpus} min={range("gpus").0} max={range("gpus").1}
                         error_text={t.bad_number} on_change={setter(props, |f, v| f.gpus = v)} />
-                    <NumberField id="ram" label={t.ram} unit="GiB" tip={t.ram_tip} value={form.ram_gib} min={1} max={limits::MAX_MEMORY_GIB}
+                    <NumberField id="ram" label={t.ram} unit="GiB" tip={t.ram_tip} value={form.ram_gib} min={range("ram").0} max={range("ram").1}
                         error_text={t.bad_number} on_change={setter(props, |f, v| f.ram_gib = v)} />
                 </div>
             </fieldset>
@@ -319,7 +320,7 @@ fn lora_inputs(props: &InputsProps) -> Html {
     };
     html! {
         <>
-            <NumberField id="rank" label={t.rank} unit="r" tip={t.rank_tip} value={form.lora_rank} min={1} max={limits::MAX_RANK}
+            <NumberField id="rank" label={t.rank} unit="r" tip={t.rank_tip} value={form.lora_rank} min={range("rank").0} max={range("rank").1}
                 error_text={t.bad_number} on_change={setter(props, |f, v| f.lora_rank = v)} />
             <div class="field targets" title={t.targets_tip}>
                 <span class="label">{ t.targets }</span>
@@ -351,12 +352,12 @@ fn batch_inputs(props: &InputsProps) -> Html {
         <fieldset>
             <legend>{ t.group_batch }</legend>
             <div class="row">
-                <NumberField id="batch" label={t.batch} unit={t.sequences} tip={t.batch_tip} value={form.micro_batch} min={1} max={limits::MAX_BATCH}
+                <NumberField id="batch" label={t.batch} unit={t.sequences} tip={t.batch_tip} value={form.micro_batch} min={range("batch").0} max={range("batch").1}
                     error_text={t.bad_number} on_change={setter(props, |f, v| f.micro_batch = v)} />
-                <NumberField id="seq" label={t.seq} unit={t.tokens} tip={t.seq_tip} value={form.seq_len} min={1} max={limits::MAX_TOKENS}
+                <NumberField id="seq" label={t.seq} unit={t.tokens} tip={t.seq_tip} value={form.seq_len} min={range("seq").0} max={range("seq").1}
                     error_text={t.bad_number} on_change={setter(props, |f, v| f.seq_len = v)} />
             </div>
-            <NumberField id="accum" label={t.accum} unit={t.steps} tip={t.accum_tip} value={form.grad_accum} min={1} max={limits::MAX_BATCH}
+            <NumberField id="accum" label={t.accum} unit={t.steps} tip={t.accum_tip} value={form.grad_accum} min={range("accum").0} max={range("accum").1}
                 error_text={t.bad_number} on_change={setter(props, |f, v| f.grad_accum = v)} />
             <p class="hint">{ format!("{}: {} {}", t.effective_batch, props.effective_batch, t.sequences) }</p>
             <SelectField id="shapes" label={t.shapes} tip={t.shapes_tip} value={if form.variable_lengths { "variable" } else { "fixed" }}
@@ -383,12 +384,12 @@ fn inference_inputs(props: &InputsProps) -> Html {
         <fieldset>
             <legend>{ t.group_inference }</legend>
             <div class="row">
-                <NumberField id="prompt" label={t.prompt} unit={t.tokens} tip={t.prompt_tip} value={form.prompt_tokens} min={1} max={limits::MAX_TOKENS}
+                <NumberField id="prompt" label={t.prompt} unit={t.tokens} tip={t.prompt_tip} value={form.prompt_tokens} min={range("prompt").0} max={range("prompt").1}
                     error_text={t.bad_number} on_change={setter(props, |f, v| f.prompt_tokens = v)} />
-                <NumberField id="new" label={t.new_tokens} unit={t.tokens} tip={t.new_tokens_tip} value={form.new_tokens} min={0} max={limits::MAX_TOKENS}
+                <NumberField id="new" label={t.new_tokens} unit={t.tokens} tip={t.new_tokens_tip} value={form.new_tokens} min={range("new").0} max={range("new").1}
                     error_text={t.bad_number} on_change={setter(props, |f, v| f.new_tokens = v)} />
             </div>
-            <NumberField id="conc" label={t.concurrent} unit={t.sequences} tip={t.concurrent_tip} value={form.concurrent} min={1} max={limits::MAX_BATCH}
+            <NumberField id="conc" label={t.concurrent} unit={t.sequences} tip={t.concurrent_tip} value={form.concurrent} min={range("conc").0} max={range("conc").1}
                 error_text={t.bad_number} on_change={setter(props, |f, v| f.concurrent = v)} />
             <SelectField id="kv" label={t.kv} tip={t.kv_tip} value={id_of(&form.kv_dtype)}
                 options={opts(&[(KvDtype::Bf16, "bf16 (2 B)"), (KvDtype::Fp8, "fp8 (1 B)"), (KvDtype::Int8, "int8 (1 B)"), (KvDtype::Int4, "int4 (0.5 B)")])}
