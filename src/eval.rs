@@ -284,9 +284,6 @@ pub fn job_from_case(case: &Value) -> Result<Job, String> {
         Some("awq-int4") => WeightFormat::AwqInt4,
         Some(q) => return Err(format!("quantization '{q}' is not modelled")),
     };
-    if job.mode == Mode::Qlora && !job.weights.is_quantized() {
-        job.weights = WeightFormat::Nf4;
-    }
     job.optimizer = match s(case, "optimizer") {
         _ if job.mode == Mode::Inference => Optimizer::None,
         Some("adamw-8bit") => Optimizer::Adamw8bit,

@@ -123,11 +123,8 @@ impl Form {
         };
         self.stack.apply_defaults(&mut job);
         job.mode = self.mode;
-        job.weights = if self.mode == Mode::Qlora && !self.weights.is_quantized() {
-            WeightFormat::Nf4
-        } else {
-            self.weights
-        };
+        // Kept as chosen: `model::normalize` coerces QLoRA on a 16-bit base to NF4 and warns about it.
+        job.weights = self.weights;
         job.precision = self.precision;
         job.optimizer = if self.mode == Mode::Inference {
             Optimizer::None

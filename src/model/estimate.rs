@@ -309,45 +309,11 @@ fn degree(job: &Job) -> f64 {
 /// Estimates GPU and host memory for a job. Total: every input, including zeros and absurd sizes, gives
 /// finite, non-negative numbers.
 pub fn estimate(job: &Job) -> Estimate {
-    let mut warnings = Vec::new();
-    let mut job = job.clone();
-    if job.mode == Mode::Qlora && !job.weights.is_quantized() {
-        warnings.push(Warning::QloraNeedsQuantizedBase);
-        job.weights = WeightFormat::Nf4;
-    }
-    // A model with learned absolute positions (GPT-2, GPT-BigCode, OPT) cannot look past its position table:
-    // `wpe` has `n_positions` rows, so longer inputs fail unless the tokenizer truncates them to
-    // `model_max_length`, which is what a run that finished did.
-    let positions = job.arch.learned_positions;
-    if positions > 0 {
-        let inf = &mut job.inference;
-        if job.seq_len > positions
-            || (job.mode == Mode::Inference
-                && inf.prompt_tokens.saturating_add(inf.new_tokens) > positions)
-        {
-            warnings.push(Warning::SeqBeyondPositions);
-        }
-        job.seq_len = job.seq_len.min(positions);
-        inf.prompt_tokens = inf.prompt_tokens.min(positions);
-        inf.new_tokens = inf.new_tokens.min(positions - inf.prompt_tokens);
-    }
-    if job.micro_batch == 0 || job.seq_len == 0 || job.gpus == 0 {
-        warnings.push(Warning::ZeroSize);
-    }
+    let (job, warnings) = super::normalize::normalize(job);
     let sharded = matches!(
         job.parallelism,
         Parallelism::Zero1 | Parallelism::Zero2 | Parallelism::Zero3
     );
-    if sharded && job.gpus <= 1 && job.offload == Offload::None {
-        warnings.push(Warning::ShardingNeedsGpus);
-    }
-    if job.offload == Offload::ParamOptimizer && job.parallelism != Parallelism::Zero3 {
-        warnings.push(Warning::ParamOffloadNeedsZero3);
-    }
-    if job.mode == Mode::Full && job.weights.is_quantized() {
-        warnings.push(Warning::QuantizedFullTraining);
-    }
-
     let arch = &job.arch;
     let p = arch.params();
     let n = degree(&job);

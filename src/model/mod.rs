@@ -8,6 +8,7 @@ pub mod band;
 pub mod estimate;
 pub mod job;
 pub mod limits;
+pub mod normalize;
 pub mod stack;
 pub mod weights;
 

@@ -1,0 +1,68 @@
+//! The one place a job is normalized before it is estimated: inputs that cannot run as given are coerced to
+//! what would run, and each coercion becomes a [`Warning`] the page and the CLI show. Nothing upstream (the
+//! form, the eval, the importers) coerces on its own, so every coercion reaches the user.
+
+use super::estimate::Warning;
+use super::job::{Job, Mode, Offload, Parallelism, WeightFormat};
+
+/// The job as it will be estimated, and the warnings about what was changed or looks wrong.
+pub fn normalize(job: &Job) -> (Job, Vec<Warning>) {
+    let mut warnings = Vec::new();
+    let mut job = job.clone();
+    if job.mode == Mode::Qlora && !job.weights.is_quantized() {
+        warnings.push(Warning::QloraNeedsQuantizedBase);
+        job.weights = WeightFormat::Nf4;
+    }
+    // A model with learned absolute positions (GPT-2, GPT-BigCode, OPT) cannot look past its position table:
+    // `wpe` has `n_positions` rows, so longer inputs fail unless the tokenizer truncates them to
+    // `model_max_length`, which is what a run that finished did.
+    let positions = job.arch.learned_positions;
+    if positions > 0 {
+        let inf = &mut job.inference;
+        if job.seq_len > positions
+            || (job.mode == Mode::Inference
+                && inf.prompt_tokens.saturating_add(inf.new_tokens) > positions)
+        {
+            warnings.push(Warning::SeqBeyondPositions);
+        }
+        job.seq_len = job.seq_len.min(positions);
+        inf.prompt_tokens = inf.prompt_tokens.min(positions);
+        inf.new_tokens = inf.new_tokens.min(positions - inf.prompt_tokens);
+    }
+    if job.micro_batch == 0 || job.seq_len == 0 || job.gpus == 0 {
+        warnings.push(Warning::ZeroSize);
+    }
+    let sharded = matches!(
+        job.parallelism,
+        Parallelism::Zero1 | Parallelism::Zero2 | Parallelism::Zero3
+    );
+    if sharded && job.gpus <= 1 && job.offload == Offload::None {
+        warnings.push(Warning::ShardingNeedsGpus);
+    }
+    if job.offload == Offload::ParamOptimizer && job.parallelism != Parallelism::Zero3 {
+        warnings.push(Warning::ParamOffloadNeedsZero3);
+    }
+    if job.mode == Mode::Full && job.weights.is_quantized() {
+        warnings.push(Warning::QuantizedFullTraining);
+    }
+    (job, warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qlora_on_a_16_bit_base_is_estimated_as_nf4_and_says_so() {
+        let job = Job {
+            mode: Mode::Qlora,
+            weights: WeightFormat::Bf16,
+            ..Job::default()
+        };
+        let (n, w) = normalize(&job);
+        assert_eq!(n.weights, WeightFormat::Nf4);
+        assert!(w.contains(&Warning::QloraNeedsQuantizedBase));
+        let (same, none) = normalize(&Job::default());
+        assert_eq!((same, none), (Job::default(), vec![]));
+    }
+}
