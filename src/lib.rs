@@ -12,8 +12,10 @@ pub mod catalog;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod cli;
 pub mod doctor;
+pub mod edit;
 pub mod eval;
 pub mod form;
+pub mod imports;
 pub mod model;
 pub mod settings;
 pub mod share;
