@@ -224,3 +224,33 @@ fn peak_allocated_matches_the_fake_tensor_oracle() {
         misses.len()
     );
 }
+
+/// `max_memory_reserved` against the oracle's replay of the job's real malloc/free stream through a model of
+/// `CUDACachingAllocator.cpp` (`sim_max_reserved_gib`, default allocator settings, two steps). This is the
+/// caching allocator's own algorithm on the exact allocation timeline, so the gap is what vramfit's reserve
+/// terms (fixed part, fragmentation of short-lived memory) still miss. Reported; the median is held.
+#[test]
+fn peak_reserved_against_the_allocator_simulation() {
+    let mut errs = Vec::new();
+    for line in GRID.lines().filter(|l| !l.trim().is_empty()) {
+        let rec: Value = serde_json::from_str(line).unwrap();
+        let Some(sim) = rec["sim_max_reserved_gib"].as_f64() else {
+            continue;
+        };
+        if rec.get("error").is_some() {
+            continue;
+        }
+        let e = estimate(&job_of(&rec));
+        errs.push((e.peak_reserved / 1073741824.0 - sim) / sim * 100.0);
+    }
+    let under = errs.iter().filter(|e| **e < -3.0).count();
+    let mut abs: Vec<f64> = errs.iter().map(|e| e.abs()).collect();
+    abs.sort_by(f64::total_cmp);
+    let (median, p90) = (percentile(&abs, 0.5), percentile(&abs, 0.9));
+    println!(
+        "golden grid reserved: n={} median_abs_pct={median:.2} p90_abs_pct={p90:.2} under_3pct={under}",
+        abs.len()
+    );
+    assert!(abs.len() >= 200);
+    assert!(median <= 4.0, "median {median:.2}%");
+}
