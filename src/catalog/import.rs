@@ -3,7 +3,8 @@
 //! Families name the same fields differently: Llama/Mistral/Qwen2/3/Gemma/Phi use `hidden_size` etc.;
 //! GPT-2/BigCode `n_embd`/`n_layer`/`n_head`/`n_inner`; Falcon `n_head_kv`/`multi_query`; ChatGLM
 //! `num_layers`/`ffn_hidden_size`/`multi_query_group_num`/`padded_vocab_size`; Qwen1 `kv_channels` and an
-//! `intermediate_size` twice the real MLP width; MoE fields of Mixtral/Qwen-MoE/DeepSeek; multimodal models
+//! `intermediate_size` twice the real MLP width; MoE fields of Mixtral/Qwen-MoE/DeepSeek/GLM-4.5/gpt-oss; Llama 4
+//! `intermediate_size_mlp` and interleaved MoE layers; `layer_types` for the sliding-window share; multimodal models
 //! nest the language model under `text_config`. Errors name the field; nothing here panics.
 
 use crate::model::{
@@ -151,6 +152,18 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
     if mt == "qwen" && !obj.contains_key("_ffn_dim") {
         intermediate /= 2;
     }
+    // Llama 4: experts and the shared expert use `intermediate_size`, dense layers `intermediate_size_mlp`
+    // (see `llama4_dense_layers`).
+    let llama4 = matches!(mt, "llama4_text" | "llama4");
+    let llama4_expert_width = if llama4 {
+        let expert = intermediate;
+        if let Some(dense) = r.opt(&["intermediate_size_mlp"])? {
+            intermediate = dense;
+        }
+        Some(expert)
+    } else {
+        None
+    };
     let mlp = match r.str("_mlp") {
         Some("plain") => MlpKind::Plain,
         Some("gated") => MlpKind::Gated,
@@ -172,6 +185,14 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
             | "phi3"
             | "deepseek_v2"
             | "deepseek_v3"
+            // tie_word_embeddings defaults to False in transformers DeepseekV3Config (Kimi-K2 ships that
+            // config class), Glm4MoeConfig, GptOssConfig, Llama4TextConfig and MiniMaxM2Config.
+            | "kimi_k2"
+            | "glm4_moe"
+            | "gpt_oss"
+            | "llama4"
+            | "llama4_text"
+            | "minimax_m2"
             | "yi"
             | "granite"
             | "minicpm"
@@ -224,7 +245,8 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
         "phi" | "gptj" => 1,
         _ => 2,
     };
-    let qk_norm = matches!(mt, "qwen3" | "qwen3_moe" | "gemma3" | "gemma3_text");
+    let qk_norm = matches!(mt, "qwen3" | "qwen3_moe" | "gemma3" | "gemma3_text")
+        || (qk_norm_by_flag(mt) && r.bool("use_qk_norm").unwrap_or(false));
 
     // Mixture of experts.
     let experts = r
@@ -232,12 +254,20 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
         .unwrap_or(0);
     let moe = if experts > 1 {
         let active = r.opt(&["num_experts_per_tok", "moe_topk"])?.unwrap_or(2);
-        let expert_intermediate = r.opt(&["moe_intermediate_size"])?.unwrap_or(intermediate);
+        let expert_intermediate = match llama4_expert_width {
+            Some(w) => w,
+            None => r.opt(&["moe_intermediate_size"])?.unwrap_or(intermediate),
+        };
         let shared = match r.opt(&["shared_expert_intermediate_size"])? {
             Some(s) => s,
+            None if llama4 => expert_intermediate,
             None => r.opt(&["n_shared_experts"])?.unwrap_or(0) * expert_intermediate,
         };
-        let dense_layers = r.opt(&["first_k_dense_replace"])?.unwrap_or(0);
+        let dense_layers = if llama4 {
+            llama4_dense_layers(obj, layers)
+        } else {
+            r.opt(&["first_k_dense_replace"])?.unwrap_or(0)
+        };
         Some(Moe {
             experts,
             active: active.clamp(1, experts),
@@ -265,14 +295,16 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
 
     let sliding_window = if r.bool("use_sliding_window") == Some(false) {
         0
+    } else if llama4 {
+        // Chunked layers cache at most the chunk (see `llama4_chunked_share`).
+        r.opt(&["attention_chunk_size"])?.unwrap_or(0)
     } else {
         r.opt(&["sliding_window"])?.unwrap_or(0)
     };
-    let sliding_fraction = match mt {
-        _ if sliding_window == 0 => 0.0,
-        "gemma2" => 0.5,
-        "gemma3" | "gemma3_text" => 5.0 / 6.0,
-        _ => 1.0,
+    let sliding_fraction = match (sliding_window, layer_type_share(obj)) {
+        (0, _) => 0.0,
+        (_, Some(share)) => share,
+        _ => default_window_share(mt, obj, layers),
     };
 
     let arch = Architecture {
@@ -311,6 +343,88 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
         model_type,
         weights,
     })
+}
+
+/// Families whose q/k RMSNorms are switched by `use_qk_norm`: GLM-4.5 (transformers
+/// `models/glm4_moe/configuration_glm4_moe.py` `use_qk_norm`; `modeling_glm4_moe.py` `Glm4MoeAttention` builds
+/// `q_norm`/`k_norm` of `head_dim` when it is set) and MiniMax-M2 (`models/minimax_m2/configuration_minimax_m2.py`;
+/// it normalises the whole q and k projections, `qk_norm_type` "per_layer", 56·128 weights a layer where this
+/// counts 2·128: 0.0002% of the model). Llama 4's `use_qk_norm` is a weightless L2 norm (`Llama4TextL2Norm`) and
+/// is not listed.
+fn qk_norm_by_flag(model_type: &str) -> bool {
+    matches!(model_type, "glm4_moe" | "minimax_m2")
+}
+
+/// Share of layers on the sliding window when the config has no `layer_types` list: Gemma 2 alternates (1/2),
+/// Gemma 3 has five local layers per global one (5/6); gpt-oss alternates sliding (window 128) and full attention
+/// (transformers `models/gpt_oss/configuration_gpt_oss.py`: `layer_types` defaults to "sliding_attention" on even
+/// layers, "full_attention" on odd ones); Llama 4 see [`llama4_chunked_share`]; otherwise every layer.
+fn default_window_share(model_type: &str, obj: &Map<String, Value>, layers: u32) -> f64 {
+    match model_type {
+        "gemma2" | "gpt_oss" => 0.5,
+        "gemma3" | "gemma3_text" => 5.0 / 6.0,
+        "llama4" | "llama4_text" => llama4_chunked_share(obj, layers),
+        _ => 1.0,
+    }
+}
+
+/// Share of layers whose `layer_types` entry is windowed ("sliding_attention", or Llama 4's
+/// "chunked_attention"), when the config lists `layer_types` (recent transformers configs: Gemma 2/3, gpt-oss,
+/// Qwen2/3, Llama 4).
+fn layer_type_share(obj: &Map<String, Value>) -> Option<f64> {
+    let types = obj.get("layer_types")?.as_array()?;
+    if types.is_empty() {
+        return None;
+    }
+    let windowed = types
+        .iter()
+        .filter(|t| matches!(t.as_str(), Some("sliding_attention" | "chunked_attention")))
+        .count();
+    Some(windowed as f64 / types.len() as f64)
+}
+
+/// Llama 4 layers without a MoE block: `moe_layers` when listed, else every `interleave_moe_layer_step`-th layer
+/// is MoE (`range(step - 1, num_hidden_layers, step)`, transformers `models/llama4/configuration_llama4.py`
+/// `Llama4TextConfig.__post_init__`). Dense layers use `intermediate_size_mlp`; a MoE layer holds
+/// `num_local_experts` experts and one shared expert, both of `intermediate_size` (`modeling_llama4.py`
+/// `Llama4TextMoe`). The count is what matters for memory; the dense layers are interleaved, not leading.
+fn llama4_dense_layers(obj: &Map<String, Value>, layers: u32) -> u32 {
+    let moe = match obj.get("moe_layers").and_then(Value::as_array) {
+        Some(list) => list.len() as u32,
+        None => {
+            let step = obj
+                .get("interleave_moe_layer_step")
+                .and_then(Value::as_u64)
+                .unwrap_or(1)
+                .clamp(1, u64::from(layers.max(1))) as u32;
+            layers / step
+        }
+    };
+    layers.saturating_sub(moe)
+}
+
+/// Llama 4 share of chunked-attention layers: the RoPE layers, marked 1 in `no_rope_layers`, else all but every
+/// `no_rope_layer_interval`-th layer (transformers `models/llama4/configuration_llama4.py` `__post_init__`:
+/// `layer_types` "chunked_attention" for RoPE layers). A chunked layer attends within its
+/// `attention_chunk_size`-token chunk and transformers caches it like a sliding-window layer, so the chunk is
+/// treated as the window.
+fn llama4_chunked_share(obj: &Map<String, Value>, layers: u32) -> f64 {
+    if let Some(list) = obj
+        .get("no_rope_layers")
+        .and_then(Value::as_array)
+        .filter(|l| !l.is_empty())
+    {
+        let rope = list.iter().filter(|v| v.as_u64() == Some(1)).count();
+        return rope as f64 / list.len() as f64;
+    }
+    let interval = obj
+        .get("no_rope_layer_interval")
+        .and_then(Value::as_u64)
+        .unwrap_or(4)
+        .max(1);
+    let layers = u64::from(layers.max(1));
+    let nope = layers / interval;
+    (layers - nope) as f64 / layers as f64
 }
 
 /// Weight format from a `quantization_config` block (transformers `BitsAndBytesConfig`, `GPTQConfig`,

@@ -245,6 +245,99 @@ mod tests {
     }
 
     #[test]
+    fn new_families_import_their_distinctive_fields() {
+        let arch = |id: &str| model(id).unwrap_or_else(|| panic!("{id}")).arch().clone();
+        // gpt-oss: alternating 128-token sliding window and full attention, every layer MoE.
+        let oss = arch("gpt-oss-20b");
+        assert_eq!((oss.sliding_window, oss.sliding_fraction), (128, 0.5));
+        assert_eq!(oss.moe.map(|m| (m.experts, m.active)), Some((32, 4)));
+        // Llama 4: dense layers of intermediate_size_mlp between MoE layers (Maverick), one shared expert of
+        // intermediate_size, chunked attention on the 3 in 4 RoPE layers.
+        let maverick = arch("llama-4-maverick-17b-128e-instruct");
+        let m = maverick.moe.expect("MoE");
+        assert_eq!(
+            (
+                maverick.intermediate,
+                m.expert_intermediate,
+                m.shared_intermediate,
+                m.dense_layers
+            ),
+            (16384, 8192, 8192, 24)
+        );
+        assert_eq!(
+            (maverick.sliding_window, maverick.sliding_fraction),
+            (8192, 0.75)
+        );
+        assert!(!maverick.tied_embeddings && !maverick.qk_norm);
+        assert_eq!(
+            arch("llama-4-scout-17b-16e-instruct")
+                .moe
+                .map(|m| m.dense_layers),
+            Some(0)
+        );
+        // DeepSeek-V3 / Kimi-K2: MLA, leading dense layers, one shared expert.
+        let v3 = arch("deepseek-v3");
+        assert_eq!(v3.attention, crate::model::AttentionKind::Mla);
+        assert_eq!(
+            v3.moe.map(|m| (m.dense_layers, m.shared_intermediate)),
+            Some((3, 2048))
+        );
+        assert_eq!(
+            arch("kimi-k2-instruct")
+                .moe
+                .map(|m| (m.experts, m.dense_layers)),
+            Some((384, 1))
+        );
+        // GLM-4.5: q/k norms by flag, q/k/v biases; Air has no q/k norms.
+        let glm = arch("glm-4.5");
+        assert!(glm.qk_norm && glm.biases == crate::model::Biases::Qkv);
+        assert!(!arch("glm-4.5-air").qk_norm);
+    }
+
+    #[test]
+    fn new_gpus_resolve_by_driver_name_and_webgpu_family() {
+        let id = |name: &str| find_gpu(name).map(|g| g.id.as_str());
+        assert_eq!(id("NVIDIA GeForce RTX 5070"), Some("rtx-5070"));
+        assert_eq!(id("NVIDIA GeForce RTX 5070 Ti"), Some("rtx-5070-ti"));
+        assert_eq!(
+            id("NVIDIA GeForce RTX 5060 Ti 16GB"),
+            Some("rtx-5060-ti-16gb")
+        );
+        assert_eq!(id("NVIDIA H200"), Some("h200"));
+        assert_eq!(id("NVIDIA H200 NVL"), Some("h200-nvl"));
+        assert_eq!(id("NVIDIA GB200"), Some("gb200"));
+        assert_eq!(id("NVIDIA GB10"), Some("gb10-dgx-spark"));
+        assert_eq!(
+            id("NVIDIA RTX PRO 6000 Blackwell Workstation Edition"),
+            Some("rtx-pro-6000-blackwell")
+        );
+        assert_eq!(
+            id("NVIDIA RTX PRO 6000 Blackwell Server Edition"),
+            Some("rtx-pro-6000-blackwell-server")
+        );
+        assert_eq!(id("NVIDIA RTX 6000 Ada Generation"), Some("rtx-6000-ada"));
+        assert_eq!(
+            id("AMD Radeon 8060S Graphics"),
+            Some("radeon-8060s-strix-halo")
+        );
+        assert_eq!(id("Apple M4 Pro"), Some("apple-m4-pro"));
+        assert_eq!(id("Apple M4 Max"), Some("apple-m4-max"));
+        let family = |v: &str, a: &str| -> Vec<&str> {
+            gpus_for_webgpu(v, a)
+                .iter()
+                .map(|g| g.id.as_str())
+                .collect()
+        };
+        let blackwell = family("nvidia", "blackwell");
+        assert!(blackwell.contains(&"rtx-5080") && blackwell.contains(&"rtx-pro-6000-blackwell"));
+        assert!(!blackwell.contains(&"b200") && !blackwell.contains(&"gb10-dgx-spark"));
+        assert!(family("amd", "rdna-3").contains(&"rx-7900-xtx"));
+        assert_eq!(family("amd", "rdna-4"), vec!["radeon-ai-pro-r9700"]);
+        assert_eq!(family("intel", "xe-2hpg"), vec!["arc-b580", "arc-pro-b60"]);
+        assert!(!family("intel", "").contains(&"gaudi-3"));
+    }
+
+    #[test]
     fn ids_are_unique_and_url_safe() {
         let mut seen = std::collections::HashSet::new();
         for id in models()
@@ -259,8 +352,8 @@ mod tests {
                 "id not URL-safe: {id}"
             );
         }
-        assert!(models().len() >= 50);
-        assert!(gpus().len() >= 36);
+        assert!(models().len() >= 87);
+        assert!(gpus().len() >= 59);
     }
 
     #[test]
