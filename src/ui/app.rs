@@ -1,12 +1,14 @@
-//! The root component: holds the form, recomputes the estimate on every change, writes the URL back.
+//! The root component: holds the page's state in one reducer (`state.rs`), recomputes the estimate on every
+//! change, writes the URL back.
 
 use super::advice_panel::AdvicePanel;
 use super::doctor_panel::DoctorPanel;
 use super::i18n::Lang;
 use super::inputs::Inputs;
 use super::results::Results;
+use super::state::State;
 use crate::advice::advise;
-use crate::form::Form;
+use crate::edit::Edit;
 use crate::share::{self, Ignored};
 use crate::web;
 use yew::prelude::*;
@@ -33,7 +35,8 @@ pub fn App(props: &AppProps) -> Html {
             .unwrap_or_else(web::initial_query);
         share::decode(&q)
     });
-    let form = use_state(|| start.0.clone());
+    let state = use_reducer(|| State::new(start.0.clone()));
+    let form = &state.form;
     let ignored = use_state(|| start.1.clone());
     let lang = use_state(|| {
         props
@@ -50,20 +53,22 @@ pub fn App(props: &AppProps) -> Html {
         });
     }
 
-    use_effect_with((*form).clone(), |f| web::remember_state(&share::encode(f)));
+    use_effect_with(form.clone(), |f| web::remember_state(&share::encode(f)));
     use_effect_with(*lang, |l| web::remember_lang(l.tag()));
 
-    let job = use_memo((*form).clone(), |f| f.job());
-    let advice = use_memo((*form).clone(), advise);
+    let job = use_memo(form.clone(), |f| f.job());
+    let advice = use_memo(form.clone(), advise);
     let t = lang.t();
 
-    let on_change = {
-        let (form, copied) = (form.clone(), copied.clone());
-        Callback::from(move |next: Form| {
+    // Every change arrives as an intent; the reducer applies it to the current form.
+    let on_edit = {
+        let (state, copied) = (state.clone(), copied.clone());
+        Callback::from(move |edit: Edit| {
             copied.set(false);
-            form.set(next);
+            state.dispatch(edit);
         })
     };
+    let on_apply = on_edit.reform(Edit::Replace);
     let on_lang = {
         let lang = lang.clone();
         Callback::from(move |_| {
@@ -74,7 +79,7 @@ pub fn App(props: &AppProps) -> Html {
         })
     };
     let on_copy = {
-        let (copied, link) = (copied.clone(), web::link_for(&share::encode(&form)));
+        let (copied, link) = (copied.clone(), web::link_for(&share::encode(form)));
         Callback::from(move |_| {
             web::copy_text(&link);
             copied.set(true);
@@ -103,10 +108,10 @@ pub fn App(props: &AppProps) -> Html {
                 </div>
             }
             <main>
-                <Inputs lang={*lang} form={(*form).clone()} effective_batch={job.effective_batch()} webgpu={(*webgpu).clone()} on_change={on_change.clone()} />
+                <Inputs lang={*lang} form={form.clone()} import={state.import.clone()} effective_batch={job.effective_batch()} webgpu={(*webgpu).clone()} on_edit={on_edit.clone()} />
                 <div class="output">
                     <Results lang={*lang} estimate={advice.estimate.clone()} verdict={advice.verdict.clone()} gpu_name={AttrValue::from(form.gpu_name())} />
-                    <AdvicePanel lang={*lang} form={(*form).clone()} advice={advice.clone()} on_apply={on_change.clone()} />
+                    <AdvicePanel lang={*lang} form={form.clone()} advice={advice.clone()} {on_apply} />
                     <DoctorPanel lang={*lang} gpu_usable_gib={form.gpu_usable_gib()} />
                 </div>
             </main>

@@ -1,9 +1,9 @@
-//! Paste, drop or pick a `config.json` / `adapter_config.json`; emits what was understood, or says why not.
+//! Paste, drop or pick a `config.json`, `adapter_config.json` or training setup; sends it as an intent and shows
+//! what the page understood, or why not (`crate::imports::detect` decides which kind of text it is).
 
 use super::i18n::Lang;
-use crate::catalog::import::{parse_any_text, ImportError, ImportedFile};
-use crate::doctor::import_setup;
-use crate::form::Form;
+use crate::edit::{Edit, ImportOutcome};
+use crate::imports::Understood;
 use crate::web;
 use yew::prelude::*;
 
@@ -11,87 +11,30 @@ use yew::prelude::*;
 #[derive(Properties, PartialEq)]
 pub struct ImportBoxProps {
     pub lang: Lang,
-    /// The current form, which an import changes.
-    pub form: Form,
-    /// Called with the changed form after a successful import; a failed one changes nothing.
-    pub on_import: Callback<Form>,
-}
-
-/// The outcome shown under the box.
-#[derive(Clone, PartialEq)]
-enum Status {
-    Idle,
-    Done(String),
-    Failed(String),
+    /// What the last import did, from the page's state.
+    #[prop_or_default]
+    pub outcome: Option<ImportOutcome>,
+    /// Receives each pasted, dropped or picked text as an [`Edit::Import`]; the reducer applies it to the
+    /// form as it is then, so a slow file read cannot bring back an old form.
+    pub on_edit: Callback<Edit>,
 }
 
 /// Import area: a text box for pasting, a file picker and a drop zone, all feeding one parser.
 #[component]
 pub fn ImportBox(props: &ImportBoxProps) -> Html {
-    let status = use_state(|| Status::Idle);
+    // A file that could not be read at all (too large, unreadable) never reaches the parser.
+    let file_error = use_state(|| None::<String>);
     let dragging = use_state(|| false);
     let t = props.lang.t();
 
-    // One handler for every source of text.
     let handle = {
-        let status = status.clone();
-        let on_import = props.on_import.clone();
-        let form = props.form.clone();
-        let lang = props.lang;
-        Callback::from(move |text: Result<String, String>| {
-            let t = lang.t();
-            let text = match text {
-                Ok(text) if text.trim().is_empty() => {
-                    status.set(Status::Idle);
-                    return;
-                }
-                Ok(text) => text,
-                Err(e) => {
-                    status.set(Status::Failed(t.import_error.replace("{error}", &e)));
-                    return;
-                }
-            };
-            // A model or adapter config first; otherwise a training setup (command line, YAML, DeepSpeed).
-            let config = parse_any_text(&text);
-            if let Ok(file) = config {
-                status.set(Status::Done(describe(lang, &file)));
-                let mut next = form.clone();
-                super::inputs::apply_import(&mut next, file);
-                on_import.emit(next);
-                return;
+        let (on_edit, file_error) = (props.on_edit.clone(), file_error.clone());
+        Callback::from(move |text: Result<String, String>| match text {
+            Ok(text) => {
+                file_error.set(None);
+                on_edit.emit(Edit::Import(text));
             }
-            match import_setup(&text, &form) {
-                Ok(setup) => {
-                    let mut msg = t
-                        .setup_imported
-                        .replace("{format}", setup.format)
-                        .replace("{used}", &setup.used.join(", "));
-                    if !setup.ignored.is_empty() {
-                        msg.push(' ');
-                        msg.push_str(&t.setup_ignored.replace("{keys}", &setup.ignored.join(", ")));
-                    }
-                    status.set(Status::Done(msg));
-                    on_import.emit(setup.form);
-                }
-                Err(setup_err) => {
-                    // Say what was wrong with the kind of text it most looks like.
-                    let looks_like_model = text.contains("hidden_size")
-                        || text.contains("n_embd")
-                        || text.contains("num_hidden_layers");
-                    let reason = match config {
-                        Err(
-                            e @ (ImportError::Missing(_)
-                            | ImportError::Invalid { .. }
-                            | ImportError::TooLarge(_)),
-                        ) if looks_like_model => e.to_string(),
-                        Err(ImportError::NotJson(e)) if text.trim_start().starts_with('{') => {
-                            format!("not valid JSON: {e}")
-                        }
-                        _ => setup_err.to_string(),
-                    };
-                    status.set(Status::Failed(t.import_error.replace("{error}", &reason)));
-                }
-            }
+            Err(e) => file_error.set(Some(e)),
         })
     };
     let oninput = {
@@ -148,35 +91,55 @@ pub fn ImportBox(props: &ImportBoxProps) -> Html {
                     <input id="import-file" type="file" accept=".json,application/json" {onchange} />
                 </label>
             </div>
-            { match &*status {
-                Status::Idle => html! {},
-                Status::Done(msg) => html! { <p class="import-ok" id="import-status" role="status">{ msg }</p> },
-                Status::Failed(msg) => html! { <p class="error" id="import-status" role="alert">{ msg }</p> },
+            { match (&*file_error, &props.outcome) {
+                (Some(e), _) => html! { <p class="error" id="import-status" role="alert">{ t.import_error.replace("{error}", e) }</p> },
+                (None, Some(Ok(u))) => html! { <p class="import-ok" id="import-status" role="status">{ describe(props.lang, u) }</p> },
+                (None, Some(Err(e))) => html! { <p class="error" id="import-status" role="alert">{ t.import_error.replace("{error}", e) }</p> },
+                (None, None) => html! {},
             } }
         </details>
     }
 }
 
 /// One sentence on what an import set.
-fn describe(lang: Lang, file: &ImportedFile) -> String {
+fn describe(lang: Lang, understood: &Understood) -> String {
     let t = lang.t();
-    match file {
-        ImportedFile::Model(m) => t
+    match understood {
+        Understood::Model { model_type, params } => t
             .imported_model
-            .replace("{name}", m.model_type.as_deref().unwrap_or("?"))
-            .replace("{params}", &format!("{:.2}", m.arch.params().total / 1e9)),
-        ImportedFile::Adapter(a) => {
-            let targets: Vec<String> = a.lora.targets.iter().map(crate::share::enum_id).collect();
+            .replace("{name}", model_type.as_deref().unwrap_or("?"))
+            .replace("{params}", &format!("{:.2}", params / 1e9)),
+        Understood::Adapter {
+            rank,
+            targets,
+            unknown_targets,
+        } => {
+            let targets: Vec<String> = targets.iter().map(crate::share::enum_id).collect();
             let mut msg = t
                 .imported_adapter
-                .replace("{rank}", &a.lora.rank.to_string())
+                .replace("{rank}", &rank.to_string())
                 .replace("{targets}", &targets.join(", "));
-            if !a.unknown_targets.is_empty() {
+            if !unknown_targets.is_empty() {
                 msg.push(' ');
                 msg.push_str(
                     &t.ignored_targets
-                        .replace("{names}", &a.unknown_targets.join(", ")),
+                        .replace("{names}", &unknown_targets.join(", ")),
                 );
+            }
+            msg
+        }
+        Understood::Setup {
+            format,
+            used,
+            ignored,
+        } => {
+            let mut msg = t
+                .setup_imported
+                .replace("{format}", format)
+                .replace("{used}", &used.join(", "));
+            if !ignored.is_empty() {
+                msg.push(' ');
+                msg.push_str(&t.setup_ignored.replace("{keys}", &ignored.join(", ")));
             }
             msg
         }

@@ -8,5 +8,6 @@ pub mod i18n;
 mod import_box;
 mod inputs;
 mod results;
+mod state;
 
 pub use app::{App, AppProps};
