@@ -13,7 +13,6 @@ use yew::prelude::*;
 /// Props of [`AdvicePanel`].
 #[derive(Properties, PartialEq)]
 pub struct AdvicePanelProps {
-    pub lang: Lang,
     pub form: Form,
     pub advice: std::rc::Rc<Advice>,
     /// Replaces the form with a remedy's.
@@ -81,8 +80,7 @@ pub fn recommendation(lang: Lang, advice: &Advice) -> String {
     line
 }
 
-fn remedy_row(props: &AdvicePanelProps, r: &Remedy, i: usize) -> Html {
-    let lang = props.lang;
+fn remedy_row(props: &AdvicePanelProps, lang: Lang, r: &Remedy, i: usize) -> Html {
     let t = lang.t();
     let names: Vec<String> = r
         .changes
@@ -110,7 +108,7 @@ fn remedy_row(props: &AdvicePanelProps, r: &Remedy, i: usize) -> Html {
 /// The advisor panel.
 #[component]
 pub fn AdvicePanel(props: &AdvicePanelProps) -> Html {
-    let lang = props.lang;
+    let lang = use_context::<Lang>().unwrap_or_default();
     let t = lang.t();
     let a = &props.advice;
     let training = props.form.mode != Mode::Inference;
@@ -140,10 +138,10 @@ pub fn AdvicePanel(props: &AdvicePanelProps) -> Html {
             }
             if !a.combinations.is_empty() {
                 <h4>{ t.combos_title }</h4>
-                <ul class="remedies">{ for a.combinations.iter().enumerate().map(|(i, r)| remedy_row(props, r, 100 + i)) }</ul>
+                <ul class="remedies">{ for a.combinations.iter().enumerate().map(|(i, r)| remedy_row(props, lang, r, 100 + i)) }</ul>
             }
             <h4>{ t.remedies_title }</h4>
-            <ul class="remedies" id="remedies">{ for a.remedies.iter().take(12).enumerate().map(|(i, r)| remedy_row(props, r, i)) }</ul>
+            <ul class="remedies" id="remedies">{ for a.remedies.iter().take(12).enumerate().map(|(i, r)| remedy_row(props, lang, r, i)) }</ul>
             <h4>{ t.solvers_title }</h4>
             <dl class="solvers">
                 <dt>{ if training { t.max_batch } else { t.max_concurrent } }</dt>

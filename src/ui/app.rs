@@ -107,14 +107,16 @@ pub fn App(props: &AppProps) -> Html {
                     }).collect::<Vec<_>>().join(", ") }
                 </div>
             }
+            <ContextProvider<Lang> context={*lang}>
             <main>
-                <Inputs lang={*lang} form={form.clone()} import={state.import.clone()} effective_batch={job.effective_batch()} webgpu={(*webgpu).clone()} on_edit={on_edit.clone()} />
+                <Inputs form={form.clone()} import={state.import.clone()} effective_batch={job.effective_batch()} webgpu={(*webgpu).clone()} on_edit={on_edit.clone()} />
                 <div class="output">
-                    <Results lang={*lang} estimate={advice.estimate.clone()} verdict={advice.verdict.clone()} gpu_name={AttrValue::from(form.gpu_name())} />
-                    <AdvicePanel lang={*lang} form={form.clone()} advice={advice.clone()} {on_apply} />
-                    <DoctorPanel lang={*lang} gpu_usable_gib={form.gpu_usable_gib()} />
+                    <Results estimate={advice.estimate.clone()} verdict={advice.verdict.clone()} gpu_name={AttrValue::from(form.gpu_name())} />
+                    <AdvicePanel form={form.clone()} advice={advice.clone()} {on_apply} />
+                    <DoctorPanel gpu_usable_gib={form.gpu_usable_gib()} />
                 </div>
             </main>
+            </ContextProvider<Lang>>
         </div>
     }
 }

@@ -7,7 +7,6 @@ use yew::prelude::*;
 /// Props of [`DoctorPanel`].
 #[derive(Properties, PartialEq)]
 pub struct DoctorPanelProps {
-    pub lang: Lang,
     /// Usable memory of the GPU chosen in the form, GiB, to compare with the reported capacity.
     pub gpu_usable_gib: f64,
 }
@@ -16,7 +15,7 @@ pub struct DoctorPanelProps {
 #[component]
 pub fn DoctorPanel(props: &DoctorPanelProps) -> Html {
     let text = use_state(String::new);
-    let lang = props.lang;
+    let lang = use_context::<Lang>().unwrap_or_default();
     let t = lang.t();
     let oninput = {
         let text = text.clone();

@@ -10,7 +10,6 @@ use yew::prelude::*;
 /// Props of [`ImportBox`].
 #[derive(Properties, PartialEq)]
 pub struct ImportBoxProps {
-    pub lang: Lang,
     /// What the last import did, from the page's state.
     #[prop_or_default]
     pub outcome: Option<ImportOutcome>,
@@ -25,7 +24,8 @@ pub fn ImportBox(props: &ImportBoxProps) -> Html {
     // A file that could not be read at all (too large, unreadable) never reaches the parser.
     let file_error = use_state(|| None::<String>);
     let dragging = use_state(|| false);
-    let t = props.lang.t();
+    let lang = use_context::<Lang>().unwrap_or_default();
+    let t = lang.t();
 
     let handle = {
         let (on_edit, file_error) = (props.on_edit.clone(), file_error.clone());
@@ -93,7 +93,7 @@ pub fn ImportBox(props: &ImportBoxProps) -> Html {
             </div>
             { match (&*file_error, &props.outcome) {
                 (Some(e), _) => html! { <p class="error" id="import-status" role="alert">{ t.import_error.replace("{error}", e) }</p> },
-                (None, Some(Ok(u))) => html! { <p class="import-ok" id="import-status" role="status">{ describe(props.lang, u) }</p> },
+                (None, Some(Ok(u))) => html! { <p class="import-ok" id="import-status" role="status">{ describe(lang, u) }</p> },
                 (None, Some(Err(e))) => html! { <p class="error" id="import-status" role="alert">{ t.import_error.replace("{error}", e) }</p> },
                 (None, None) => html! {},
             } }

@@ -20,7 +20,6 @@ use yew::prelude::*;
 /// Props of [`Inputs`].
 #[derive(Properties, PartialEq)]
 pub struct InputsProps {
-    pub lang: Lang,
     pub form: Form,
     /// Effective batch (sequences per optimizer step), shown under the batch inputs.
     pub effective_batch: u64,
@@ -65,7 +64,8 @@ fn send<E: 'static>(props: &InputsProps, edit: Edit) -> Callback<E> {
 /// Every input, grouped so a newcomer sees the few that matter first.
 #[component]
 pub fn Inputs(props: &InputsProps) -> Html {
-    let t = props.lang.t();
+    let lang = use_context::<Lang>().unwrap_or_default();
+    let t = lang.t();
     let form = &props.form;
     let filter = use_state(String::new);
     let on_filter = {
@@ -88,11 +88,11 @@ pub fn Inputs(props: &InputsProps) -> Html {
                 </div>
                 <SelectField id="model" label={t.model} tip={t.model_tip} options={model_options(t, form, &filter)}
                     value={AttrValue::from(form.model.clone())} on_change={set::<String>(props, "model")} />
-                if form.model == CUSTOM { { arch_editor(props) } }
-                <ImportBox lang={props.lang} outcome={props.import.clone()} on_edit={props.on_edit.clone()} />
+                if form.model == CUSTOM { { arch_editor(props, t) } }
+                <ImportBox outcome={props.import.clone()} on_edit={props.on_edit.clone()} />
                 <SelectField id="gpu" label={t.gpu} tip={t.gpu_tip} options={gpu_options(t)}
                     value={AttrValue::from(form.gpu.clone())} on_change={set::<String>(props, "gpu")} />
-                { gpu_hint(props) }
+                { gpu_hint(props, t) }
                 if form.gpu == CUSTOM {
                     <NumberField id="vram" label={t.vram} unit="GiB" tip={t.vram_tip} value={form.custom_vram_gib} min={range("vram").0} max={range("vram").1}
                         error_text={t.bad_number} on_change={set(props, "vram")} />
@@ -132,9 +132,9 @@ pub fn Inputs(props: &InputsProps) -> Html {
                             (Optimizer::SgdMomentum, t.opt_sgd_momentum), (Optimizer::Sgd, "SGD (0 B)"), (Optimizer::Lion, "Lion (4 B)")])}
                         on_change={set::<String>(props, "optim")} />
                 }
-                if lora { { lora_inputs(props) } }
+                if lora { { lora_inputs(props, t) } }
             </fieldset>
-            if training { { batch_inputs(props) } } else { { inference_inputs(props) } }
+            if training { { batch_inputs(props, t) } } else { { inference_inputs(props, t) } }
             <details>
                 <summary>{ t.group_advanced }</summary>
                 <SelectField id="par" label={t.par} tip={t.par_tip} value={id_of(&form.parallelism)}
@@ -188,7 +188,7 @@ fn gpu_options(t: &Text) -> Vec<(AttrValue, AttrValue)> {
 
 /// The WebGPU device hint: the catalog GPUs of the family the browser reports, as one-click choices.
 /// Silent when WebGPU is absent or the adapter matches no catalog family (e.g. a software adapter).
-fn gpu_hint(props: &InputsProps) -> Html {
+fn gpu_hint(props: &InputsProps, t: &'static Text) -> Html {
     let Some(info) = &props.webgpu else {
         return html! {};
     };
@@ -196,7 +196,6 @@ fn gpu_hint(props: &InputsProps) -> Html {
     if matches.is_empty() {
         return html! {};
     }
-    let t = props.lang.t();
     let text = t
         .webgpu_hint
         .replace("{vendor}", &info.vendor)
@@ -216,8 +215,7 @@ fn gpu_hint(props: &InputsProps) -> Html {
 }
 
 /// Field-by-field editor of a custom model's shape.
-fn arch_editor(props: &InputsProps) -> Html {
-    let t = props.lang.t();
+fn arch_editor(props: &InputsProps, t: &'static Text) -> Html {
     let a = &props.form.custom_arch;
     let field = |id: &'static str,
                  label: &'static str,
@@ -307,8 +305,7 @@ fn shapes_picker(props: &InputsProps) -> Callback<String> {
     Callback::from(move |v: String| set.emit(if v == "variable" { "1" } else { "0" }))
 }
 
-fn lora_inputs(props: &InputsProps) -> Html {
-    let t = props.lang.t();
+fn lora_inputs(props: &InputsProps, t: &'static Text) -> Html {
     let form = &props.form;
     let toggle = |m: Module| send::<Event>(props, Edit::ToggleTarget(m));
     html! {
@@ -338,8 +335,7 @@ fn lora_inputs(props: &InputsProps) -> Html {
     }
 }
 
-fn batch_inputs(props: &InputsProps) -> Html {
-    let t = props.lang.t();
+fn batch_inputs(props: &InputsProps, t: &'static Text) -> Html {
     let form = &props.form;
     html! {
         <fieldset>
@@ -370,8 +366,7 @@ fn batch_inputs(props: &InputsProps) -> Html {
     }
 }
 
-fn inference_inputs(props: &InputsProps) -> Html {
-    let t = props.lang.t();
+fn inference_inputs(props: &InputsProps, t: &'static Text) -> Html {
     let form = &props.form;
     html! {
         <fieldset>

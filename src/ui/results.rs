@@ -30,7 +30,6 @@ fn colour(c: Component) -> &'static str {
 /// Props of [`Results`].
 #[derive(Properties, PartialEq)]
 pub struct ResultsProps {
-    pub lang: Lang,
     pub estimate: Estimate,
     pub verdict: Verdict,
     pub gpu_name: AttrValue,
@@ -39,7 +38,8 @@ pub struct ResultsProps {
 /// Verdict, chart, table and totals.
 #[component]
 pub fn Results(props: &ResultsProps) -> Html {
-    let t = props.lang.t();
+    let lang = use_context::<Lang>().unwrap_or_default();
+    let t = lang.t();
     let e = &props.estimate;
     let v = &props.verdict;
     let (class, title) = match v.fit {
@@ -83,7 +83,7 @@ pub fn Results(props: &ResultsProps) -> Html {
         format!(
             "{}: {} ({:.0}%)",
             t.dominant,
-            component(props.lang, c),
+            component(lang, c),
             share * 100.0
         )
     });
@@ -96,8 +96,8 @@ pub fn Results(props: &ResultsProps) -> Html {
                 <span class="band" id="verdict-band">{ t.likely_range.replace("{low}", &fmt_gib(v.vram_band.low)).replace("{high}", &fmt_gib(v.vram_band.high)) }</span>
                 if let Some(d) = dominant { <span class="dominant">{ d }</span> }
             </div>
-            { chart(props.lang, e, v) }
-            { table(props.lang, e) }
+            { chart(lang, e, v) }
+            { table(lang, e) }
             <div class="totals">
                 <p>{ format!("{}: {:.2} B · {} {:.3} B", t.params, e.params.total / 1e9, t.trainable, e.trainable_params / 1e9) }</p>
                 <dl>
@@ -111,7 +111,7 @@ pub fn Results(props: &ResultsProps) -> Html {
             <table class="breakdown host">
                 <tbody>
                     { for e.host.iter().map(|p| html! {
-                        <tr><td>{ host_component(props.lang, p.component) }</td><td class="num">{ fmt_gib(p.bytes) }</td></tr>
+                        <tr><td>{ host_component(lang, p.component) }</td><td class="num">{ fmt_gib(p.bytes) }</td></tr>
                     }) }
                     <tr class="sum"><td>{ t.total }</td><td class="num">{ format!("{} / {}", fmt_gib(v.ram_need), fmt_gib(v.ram_have)) }</td></tr>
                 </tbody>
