@@ -1,9 +1,11 @@
 //! The request shape shared by the CLI and the page's JavaScript API: a [`Job`] as JSON whose model may be
 //! named by catalog id instead of spelled out. Errors carry the path of the offending field.
 
-use crate::catalog;
+use crate::catalog::{self, import};
 use crate::form::Form;
-use crate::model::{estimate, Estimate, Job};
+use crate::model::{
+    estimate, serve_plan, Architecture, Estimate, Job, ModelDtype, ServePlan, ServeRequest,
+};
 use serde_json::Value;
 
 /// Builds a job from a JSON value: every [`Job`] field is optional, and `"model": "<catalog id>"` may stand in
@@ -71,6 +73,144 @@ pub fn estimate_json(text: &str) -> Result<Estimate, String> {
     parse_job_json(text).map(|job| estimate(&job))
 }
 
+/// A serving request read from JSON: the model's shape, the serving settings and, for the solvers, how many
+/// concurrent users to plan for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServeInput {
+    pub arch: Architecture,
+    pub request: ServeRequest,
+    /// `users`: concurrent requests the CLI's solvers plan for, when given.
+    pub users: Option<u32>,
+}
+
+/// `max_position_embeddings` of a catalog model, read from the catalog's data file (entries keep their config
+/// values private; `config.max_position_embeddings`, or under `text_config` for multimodal models).
+fn catalog_max_positions(id: &str) -> Option<u32> {
+    static TABLE: std::sync::OnceLock<Vec<(String, Option<u32>)>> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let entries: Vec<Value> =
+            serde_json::from_str(include_str!("catalog/models.json")).unwrap_or_default();
+        entries
+            .iter()
+            .filter_map(|e| {
+                let id = e.get("id")?.as_str()?.to_string();
+                Some((id, e.get("config").and_then(config_max_positions)))
+            })
+            .collect()
+    });
+    table.iter().find(|(i, _)| i == id).and_then(|(_, m)| *m)
+}
+
+/// `max_position_embeddings` of a Hugging Face config (top level or `text_config`), within the limits.
+fn config_max_positions(config: &Value) -> Option<u32> {
+    let read = |v: &Value| {
+        v.get("max_position_embeddings")
+            .or_else(|| v.get("n_positions"))
+            .and_then(Value::as_u64)
+    };
+    read(config)
+        .or_else(|| config.get("text_config").and_then(read))
+        .filter(|n| (1..=u64::from(crate::model::limits::MAX_TOKENS)).contains(n))
+        .map(|n| n as u32)
+}
+
+/// The dtype a config declares (`torch_dtype`, or `dtype` in recent transformers).
+fn config_dtype(config: &Value) -> Option<ModelDtype> {
+    let name = config
+        .get("torch_dtype")
+        .or_else(|| config.get("dtype"))
+        .and_then(Value::as_str)?;
+    serde_json::from_value(Value::String(name.to_string())).ok()
+}
+
+/// Reads a serving request: a JSON object with the model as `model` (catalog id), `arch` (vramfit's shape) or
+/// `config` (a Hugging Face `config.json` object), the GPU as `gpu` (catalog id; its usable memory stands for
+/// the total vLLM sees) or `gpu_gib`, optionally `users`, and every [`ServeRequest`] field. Parsed with
+/// [`parse_bounded`]; sizes are checked against `crate::model::limits`; errors name the field.
+pub fn serve_input_from_json(text: &str) -> Result<ServeInput, String> {
+    let mut value = parse_bounded(text)?;
+    let Some(obj) = value.as_object_mut() else {
+        return Err(format!("expected an object, got {value}"));
+    };
+    let model = obj.remove("model");
+    let arch = obj.remove("arch");
+    let config = obj.remove("config");
+    let gpu = obj.remove("gpu");
+    let users = obj.remove("users");
+    let mut request: ServeRequest = serde_path_to_error::deserialize(value)
+        .map_err(|e| format!("{}: {}", e.path(), e.inner()))?;
+    let given = [&model, &arch, &config]
+        .iter()
+        .filter(|v| !matches!(v, None | Some(Value::Null)))
+        .count();
+    if given > 1 {
+        return Err("model: give one of model, arch or config".into());
+    }
+    let (arch, max_positions) = match (model, arch, config) {
+        (Some(Value::String(id)), _, _) => {
+            let entry = catalog::model(&id)
+                .ok_or_else(|| format!("model: no catalog model with id '{id}'"))?;
+            (entry.arch().clone(), catalog_max_positions(&id))
+        }
+        (Some(m), _, _) if !m.is_null() => {
+            return Err(format!("model: expected a catalog id string, got {m}"))
+        }
+        (_, Some(a), _) if !a.is_null() => {
+            let arch: Architecture = serde_path_to_error::deserialize(a)
+                .map_err(|e| format!("arch.{}: {}", e.path(), e.inner()))?;
+            (arch, None)
+        }
+        (_, _, Some(c)) if !c.is_null() => {
+            let imported = import::parse_config(&c).map_err(|e| format!("config: {e}"))?;
+            if request.weights.is_none() {
+                request.weights = imported.weights;
+            }
+            if request.dtype.is_none() {
+                request.dtype = config_dtype(&c);
+            }
+            (imported.arch, config_max_positions(&c))
+        }
+        _ => return Err("model: give a catalog id (model), an arch or a config".into()),
+    };
+    if request.max_position_embeddings.is_none() {
+        request.max_position_embeddings = max_positions;
+    }
+    match gpu {
+        None | Some(Value::Null) => {}
+        Some(Value::String(id)) => {
+            let g =
+                catalog::gpu(&id).ok_or_else(|| format!("gpu: no catalog GPU with id '{id}'"))?;
+            request.gpu_gib = request.gpu_gib.or(Some(g.usable_gib));
+            request.gpu_name = request.gpu_name.or_else(|| Some(g.name.clone()));
+        }
+        Some(other) => return Err(format!("gpu: expected a catalog id string, got {other}")),
+    }
+    let users = match users {
+        None | Some(Value::Null) => None,
+        Some(v) => {
+            let n = v
+                .as_u64()
+                .filter(|n| *n <= u64::from(u32::MAX))
+                .ok_or_else(|| format!("users: expected a whole number, got {v}"))?;
+            crate::model::limits::in_range("users", n as u32, 1, crate::model::limits::MAX_BATCH)?;
+            Some(n as u32)
+        }
+    };
+    arch.check().map_err(|e| format!("arch.{e}"))?;
+    request.check()?;
+    Ok(ServeInput {
+        arch,
+        request,
+        users,
+    })
+}
+
+/// Plans a JSON serving request (see [`serve_input_from_json`]).
+pub fn serve_json(text: &str) -> Result<ServePlan, String> {
+    let input = serve_input_from_json(text)?;
+    serve_plan(&input.arch, &input.request)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,5 +248,84 @@ mod tests {
         let err = form_from_json(r#"{"micro_batch":4294967295}"#).unwrap_err();
         assert!(err.starts_with("micro_batch"), "{err}");
         assert_eq!(form_from_json("").unwrap(), Form::default());
+    }
+
+    #[test]
+    fn serve_requests_from_json() {
+        let p = serve_json(
+            r#"{"model":"llama-3.1-8b","gpu":"h100-sxm","gpu_memory_utilization":0.95}"#,
+        )
+        .unwrap();
+        // The catalog's max_position_embeddings (131072) is the default context; H100: 8192 / 1024.
+        assert_eq!(p.max_model_len, 131_072);
+        assert_eq!((p.max_num_batched_tokens, p.max_num_seqs), (8192, 1024));
+        assert!(p.fits && p.kv_cache_gib > 50.0);
+        let p = serve_json(r#"{"model":"llama-3.1-8b","gpu":"a100-80gb","max_model_len":4096}"#)
+            .unwrap();
+        assert_eq!((p.max_num_batched_tokens, p.max_num_seqs), (2048, 256));
+        let cfg = r#"{"config":{"model_type":"llama","hidden_size":4096,"num_hidden_layers":32,
+            "num_attention_heads":32,"num_key_value_heads":8,"intermediate_size":14336,"vocab_size":128256,
+            "max_position_embeddings":8192,"torch_dtype":"float16"},"gpu_gib":79.19,"tensor_parallel":2}"#;
+        let input = serve_input_from_json(cfg).unwrap();
+        assert_eq!(input.request.max_position_embeddings, Some(8192));
+        assert_eq!(input.request.dtype, Some(ModelDtype::Fp16));
+        assert_eq!(serve_json(cfg).unwrap().tensor_parallel, 2);
+        let arch = r#"{"arch":{"layers":2,"hidden":64,"heads":4,"kv_heads":4,"head_dim":16,"vocab":100},
+            "gpu_gib":1,"max_model_len":128,"users":3}"#;
+        assert_eq!(serve_input_from_json(arch).unwrap().users, Some(3));
+    }
+
+    #[test]
+    fn bad_serve_requests_name_the_field() {
+        let cases = [
+            (r#"{"gpu_gib":80,"max_model_len":8}"#, "model"),
+            (r#"{"model":"nope","gpu_gib":80}"#, "model"),
+            (r#"{"model":"llama-3.1-8b","gpu":"nope"}"#, "gpu"),
+            (r#"{"model":"llama-3.1-8b","max_model_len":8}"#, "gpu_gib"),
+            (
+                r#"{"model":"llama-3.1-8b","gpu_gib":80,"max_num_seqs":0}"#,
+                "max_num_seqs",
+            ),
+            (r#"{"model":"llama-3.1-8b","gpu_gib":1e300}"#, "gpu_gib"),
+            (
+                r#"{"model":"llama-3.1-8b","gpu_gib":80,"gpu_memory_utilization":2}"#,
+                "gpu_memory_utilization",
+            ),
+            (
+                r#"{"model":"llama-3.1-8b","gpu_gib":80,"kv_dtype":"int3"}"#,
+                "kv_dtype",
+            ),
+            (
+                r#"{"model":"llama-3.1-8b","gpu_gib":80,"max_model_len":-1}"#,
+                "max_model_len",
+            ),
+            (
+                r#"{"model":"llama-3.1-8b","gpu_gib":80,"tensor_paralel":2}"#,
+                "tensor_paralel: unknown field",
+            ),
+            (
+                r#"{"model":"llama-3.1-8b","gpu_gib":80,"users":0}"#,
+                "users",
+            ),
+            (
+                r#"{"arch":{"hidden":0},"gpu_gib":80,"max_model_len":8}"#,
+                "arch.hidden",
+            ),
+            (r#"{"config":{"hidden_size":8},"gpu_gib":80}"#, "config"),
+            (
+                r#"{"model":"llama-3.1-8b","arch":{},"gpu_gib":80}"#,
+                "model",
+            ),
+            ("[1]", "expected an object"),
+        ];
+        for (text, field) in cases {
+            let err = serve_json(text).unwrap_err();
+            assert!(
+                err.starts_with(field) || err.contains(field),
+                "{text}: {err}"
+            );
+        }
+        let deep = format!("{}{}", "{\"arch\":".repeat(5000), "}".repeat(5000));
+        assert!(serve_json(&deep).unwrap_err().contains("recursion limit"));
     }
 }

@@ -6,7 +6,9 @@ use crate::bytes::{fmt_gib, to_gib};
 use crate::catalog::import;
 use crate::eval::{self, Report};
 use crate::form::Form;
-use crate::model::{estimate, Estimate, Job};
+use crate::model::{
+    estimate, fewest_gpus, max_model_len_for_users, serve_plan, Engine, Estimate, Job, ServePlan,
+};
 use crate::share;
 use std::io::Read;
 
@@ -27,6 +29,15 @@ Commands:
               Verdict, ranked remedies, combinations and solver results for a setup given as
               JSON form fields (model, gpu, gpus, ram_gib, mode, micro_batch, seq_len, …; a file
               or stdin) or as the page's link query (--link 'model=qwen2.5-7b&batch=8').
+  serve [FILE] [--json]
+              Plan serving (vLLM by default; engine: sglang or transformers) from a JSON object:
+              model (catalog id), arch or config (a config.json object); gpu (catalog id) or
+              gpu_gib; tensor_parallel, gpu_memory_utilization, max_model_len, max_num_seqs,
+              max_num_batched_tokens, kv_dtype (auto|fp8), block_size, enforce_eager, dtype,
+              weights (all optional, vLLM's defaults). Prints the per-GPU KV budget (weights,
+              activation peak, non-torch, CUDA graphs), blocks, tokens, 'Maximum concurrency'
+              and the longest context that fits; with users (N) also the longest max_model_len
+              for N concurrent users and the fewest GPUs (TP 1/2/4/8) for max_model_len x N.
   export llamafactory|trl|deepspeed [FILE] [--link QUERY]
               Print the setup as a LLaMA-Factory YAML, a TRL command or a DeepSpeed JSON.
   diagnose [--gpu ID] [--json]
@@ -61,6 +72,7 @@ pub fn run(args: Vec<String>) -> i32 {
         Some("estimate") => cmd_estimate(&rest[1..], json),
         Some("eval") => cmd_eval(&rest[1..], json),
         Some("advise") => cmd_advise(&rest[1..], json),
+        Some("serve") => cmd_serve(&rest[1..], json),
         Some("export") => cmd_export(&rest[1..]),
         Some("diagnose") => cmd_diagnose(&rest[1..], json),
         Some("import") => cmd_import(json),
@@ -362,6 +374,130 @@ fn cmd_advise(args: &[&str], json: bool) -> Result<(), String> {
     println!("  smallest catalog GPU:          {:?}", s.smallest_gpu);
     println!("  host RAM needed:               {}", fmt_gib(s.ram_needed));
     Ok(())
+}
+
+fn cmd_serve(args: &[&str], json: bool) -> Result<(), String> {
+    let file = match args {
+        [] => None,
+        [f] => Some(*f),
+        [_, extra, ..] => return Err(format!("unexpected argument '{extra}'")),
+    };
+    let text = read_input(file)?;
+    let input = crate::api::serve_input_from_json(&text).map_err(|e| format!("serve JSON: {e}"))?;
+    let plan = serve_plan(&input.arch, &input.request)?;
+    let solved = match input.users {
+        Some(users) => Some((
+            users,
+            max_model_len_for_users(&input.arch, &input.request, users)?,
+            fewest_gpus(&input.arch, &input.request, plan.max_model_len, users)?,
+        )),
+        None => None,
+    };
+    if json {
+        let mut out = serde_json::to_value(&plan).map_err(|e| e.to_string())?;
+        if let (Some((users, len, gpus)), Some(obj)) = (&solved, out.as_object_mut()) {
+            obj.insert("users".into(), (*users).into());
+            obj.insert("max_model_len_for_users".into(), serde_json::json!(len));
+            obj.insert(
+                "fewest_gpus".into(),
+                serde_json::json!(gpus.as_ref().map(|p| p.tensor_parallel)),
+            );
+        }
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{}", render_serve_plan(&plan));
+        if let Some((users, len, gpus)) = solved {
+            println!("\nfor {users} concurrent users:");
+            match len {
+                Some(l) => println!("  longest max_model_len:          {l} tokens"),
+                None => println!("  longest max_model_len:          none fits"),
+            }
+            match gpus {
+                Some(p) => println!(
+                    "  fewest GPUs at {} tokens:      {} (tensor parallel; {:.2}x concurrency)",
+                    plan.max_model_len, p.tensor_parallel, p.max_concurrency
+                ),
+                None => println!(
+                    "  fewest GPUs at {} tokens:      more than 8",
+                    plan.max_model_len
+                ),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The human-readable serving plan.
+pub fn render_serve_plan(p: &ServePlan) -> String {
+    let gib = |g: f64| fmt_gib(g * crate::bytes::GIB);
+    let mut out = String::new();
+    let engine = match p.engine {
+        Engine::Vllm => "vLLM",
+        Engine::Sglang => "SGLang",
+        Engine::Transformers => "transformers",
+    };
+    out.push_str(&format!(
+        "engine: {engine}, tensor parallel {}, per GPU {} × {} = {}\n",
+        p.tensor_parallel,
+        gib(p.gpu_gib),
+        p.gpu_memory_utilization,
+        gib(p.requested_gib)
+    ));
+    out.push_str(&format!(
+        "settings: max_model_len {}, max_num_seqs {}, max_num_batched_tokens {}, block_size {}, KV {} B/element, CUDA graphs {}\n\nper GPU:\n",
+        p.max_model_len,
+        p.max_num_seqs,
+        p.max_num_batched_tokens,
+        p.block_size,
+        p.kv_dtype_bytes,
+        if p.enforce_eager { "off" } else { "on" }
+    ));
+    for (name, v) in [
+        ("weights", p.weights_gib),
+        ("activation peak", p.activation_peak_gib),
+        ("non-torch (CUDA, NCCL)", p.non_torch_gib),
+        ("KV cache", p.kv_cache_gib),
+        ("CUDA graphs (outside)", p.cuda_graph_gib),
+        ("process total", p.process_gib),
+    ] {
+        out.push_str(&format!("  {name:<24} {:>12}\n", gib(v)));
+    }
+    if p.engine == Engine::Vllm {
+        out.push_str(&format!(
+            "\nKV: {:.1} KiB per token; {} blocks of {} tokens in {} group(s) of {} layers; vLLM prints {} tokens\n",
+            p.kv_bytes_per_token / 1024.0,
+            p.gpu_blocks,
+            p.block_size,
+            p.kv_groups,
+            p.layers_per_group,
+            p.kv_tokens
+        ));
+    } else {
+        out.push_str(&format!(
+            "\nKV: {:.1} KiB per token; {} tokens held\n",
+            p.kv_bytes_per_token / 1024.0,
+            p.kv_tokens
+        ));
+    }
+    out.push_str(&format!(
+        "Maximum concurrency for {} tokens per request: {:.2}x ({} blocks per request)\n",
+        p.max_model_len, p.max_concurrency, p.blocks_per_request
+    ));
+    out.push_str(&format!(
+        "longest context one request can have: {} tokens\n",
+        p.max_model_len_that_fits
+    ));
+    match &p.reason {
+        None => out.push_str("verdict: fits\n"),
+        Some(r) => out.push_str(&format!("verdict: does not fit: {r}\n")),
+    }
+    for w in &p.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    out
 }
 
 fn cmd_export(args: &[&str]) -> Result<(), String> {

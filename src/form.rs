@@ -158,6 +158,7 @@ impl Form {
             train_lm_head: self.train_lm_head,
             dora: self.dora,
             dropout: self.lora_dropout,
+            ..Lora::default()
         }
     }
 

@@ -626,6 +626,7 @@ pub fn parse_adapter_config(value: &Value) -> Result<AdapterSettings, ImportErro
                 .get("lora_dropout")
                 .and_then(Value::as_f64)
                 .is_some_and(|p| p > 0.0),
+            ..Lora::default()
         },
         unknown_targets,
     })

@@ -8,6 +8,7 @@
 
 use super::arch::{Architecture, MlpKind};
 use super::job::{AttentionImpl, Job, LossImpl, Mode, Module, Precision};
+use super::peft::Method;
 
 /// Bytes of one residual-stream element: fp32 under autocast over fp32 weights, else the compute size.
 pub fn residual_bytes(job: &Job) -> f64 {
@@ -88,12 +89,9 @@ pub fn layer_bytes_per_token(arch: &Architecture, job: &Job) -> LayerBytes {
     let kv = arch.kv_width();
     let trained = weights_trained(job);
     let lora = matches!(job.mode, Mode::Lora | Mode::Qlora);
-    // Bytes a LoRA adapter keeps per input element: its cast of the input, plus the dropout mask.
-    let adapter_in = if amp { 2.0 } else { 4.0 } + if job.lora.dropout { 1.0 } else { 0.0 };
-    let rank_out = 4.0 * f64::from(job.lora.rank);
-    let adapter = |m: Module, d_in: f64| -> f64 {
+    let adapter = |m: Module, d_in: f64, d_out: f64| -> f64 {
         if lora && job.lora.targets.contains(&m) {
-            adapter_in * d_in + rank_out
+            adapter_bytes_per_token(job, m, d_in, d_out)
         } else {
             0.0
         }
@@ -118,11 +116,23 @@ pub fn layer_bytes_per_token(arch: &Architecture, job: &Job) -> LayerBytes {
 
     // Attention block: the projections' h-wide inputs are whole on every rank; heads are split.
     let attn_in = shared_input(3.0, h)
-        + adapter(Module::Q, h)
-        + adapter(Module::K, h)
-        + adapter(Module::V, h);
-    let repeated = job.versions.sdpa_repeats_kv(job.variable_lengths);
-    let attn_heads = adapter(Module::O, q)
+        + adapter(Module::Q, h, q)
+        + adapter(Module::K, h, kv)
+        + adapter(Module::V, h, kv);
+    // Prefix tuning passes its prefix as past keys/values with an attention mask, so transformers expands K/V
+    // and SDPA takes the masked (memory-efficient) kernel, which saves its own copy of the bias expanded to
+    // every head and padded to a multiple of 16 keys: `heads · pad16(s + n) · ab` per token (ATen
+    // `sdp_utils.cpp` / `attention.cpp` bias preprocessing; the oracle's prefix-tuning jobs show it).
+    let prefix = lora && job.lora.method == Method::PrefixTuning;
+    let repeated = job.versions.sdpa_repeats_kv(job.variable_lengths || prefix);
+    let prefix_bias = if prefix && job.attention == AttentionImpl::Sdpa {
+        let keys = f64::from(job.seq_len) + f64::from(job.lora.virtual_tokens);
+        f64::from(arch.heads) * (keys / 16.0).ceil() * 16.0 * ab
+    } else {
+        0.0
+    };
+    let attn_heads = prefix_bias
+        + adapter(Module::O, q, h)
         + match job.attention {
             AttentionImpl::Flash2 => ab * (2.0 * q + 2.0 * kv),
             AttentionImpl::Sdpa if !repeated => ab * (2.0 * q + 2.0 * kv),
@@ -139,12 +149,12 @@ pub fn layer_bytes_per_token(arch: &Architecture, job: &Job) -> LayerBytes {
             MlpKind::Gated => 3.0 * ab * i,
             MlpKind::Plain => ab * i,
         };
-        let down_in = if trained { ab * i } else { 0.0 } + adapter(Module::Down, i);
+        let down_in = if trained { ab * i } else { 0.0 } + adapter(Module::Down, i, h);
         let gate_up_in = match arch.mlp {
             MlpKind::Gated => {
-                shared_input(2.0, h) + adapter(Module::Gate, h) + adapter(Module::Up, h)
+                shared_input(2.0, h) + adapter(Module::Gate, h, i) + adapter(Module::Up, h, i)
             }
-            MlpKind::Plain => shared_input(1.0, h) + adapter(Module::Up, h),
+            MlpKind::Plain => shared_input(1.0, h) + adapter(Module::Up, h, i),
         };
         (gate_up_in, acts + down_in)
     };
@@ -173,6 +183,56 @@ pub fn layer_bytes_per_token(arch: &Architecture, job: &Job) -> LayerBytes {
         replicated: norms + attn_in + mlp_in,
         split: attn_heads + mlp_inner + dora,
     }
+}
+
+/// Bytes per token one adapted `d_in → d_out` module's adapter keeps for backward, by PEFT method (PEFT 0.21
+/// `<method>/layer.py` forwards; `m` the compute size, `mask` 1 B per input element with dropout):
+/// - LoRA, AdaLoRA: the adapter's own cast of the input (fp32 in 16-bit training: PEFT casts `x` to the fp32
+///   adapter dtype; a 16-bit autocast copy under AMP), the dropout mask, and `lora_A`'s output (4·r);
+/// - LoRA-FA: `lora_A` is frozen, so its input is not saved: the mask and `lora_A`'s output;
+/// - VeRA: the frozen projections save nothing; the two scaling products keep their fp32 inputs
+///   (4·r and 4·d_out);
+/// - IA³: the fp32 copy that the learned vector multiplies: the module output (4·d_out), or on a
+///   feed-forward module its input (4·d_in);
+/// - LoHa, LoKr, OFT: the fp32 cast of the input that meets the materialized (or rotated) weight, 4·d_in;
+/// - prompt methods adapt no module.
+pub fn adapter_bytes_per_token(job: &Job, m: Module, d_in: f64, d_out: f64) -> f64 {
+    let amp = autocast_over_fp32(job);
+    let mask = if job.lora.dropout { 1.0 } else { 0.0 };
+    let cast = if amp { 2.0 } else { 4.0 };
+    let r = f64::from(job.lora.rank);
+    match job.lora.method {
+        Method::Lora | Method::AdaLora => (cast + mask) * d_in + 4.0 * r,
+        Method::LoraFa => mask * d_in + 4.0 * r,
+        Method::Vera => mask * d_in + 4.0 * r + 4.0 * d_out,
+        Method::Ia3 if super::peft::is_feed_forward(m) => 4.0 * d_in,
+        Method::Ia3 => 4.0 * d_out,
+        Method::Loha | Method::Lokr | Method::Oft => (cast + mask) * d_in,
+        Method::PromptTuning | Method::PrefixTuning | Method::PTuning => 0.0,
+    }
+}
+
+/// Bytes one layer's adapters keep that do not scale with tokens: LoHa and LoKr build the full
+/// `d_out × d_in` delta weight every forward (PEFT `get_delta_weight`), in fp32. LoHa builds the
+/// Hadamard product in a custom autograd function (`HadaWeight`) that saves only the four small factors and
+/// recomputes the products in backward, so what stays is the delta that `F.linear` saves: one weight-sized
+/// tensor; LoKr likewise keeps the delta (the Kronecker factors are small).
+/// AdaLoRA keeps `lora_A * lora_E` (`r × d_in`).
+pub fn adapter_bytes_per_layer(job: &Job, arch: &Architecture) -> f64 {
+    if !matches!(job.mode, Mode::Lora | Mode::Qlora) {
+        return 0.0;
+    }
+    let r = f64::from(job.lora.rank);
+    arch.linear_modules()
+        .into_iter()
+        .filter(|(m, d_in, _)| job.lora.targets.contains(m) && *d_in > 0.0)
+        .map(|(_, d_in, d_out)| match job.lora.method {
+            Method::Loha => 4.0 * d_in * d_out,
+            Method::Lokr => 4.0 * d_in * d_out,
+            Method::AdaLora => 4.0 * r * d_in,
+            _ => 0.0,
+        })
+        .sum()
 }
 
 /// Bytes per token that the final norm and the LM head keep for backward: the norm's fp32 input copy, its

@@ -1,8 +1,8 @@
 //! Assembles a job's per-GPU breakdown, the three measured totals and host RAM.
 
 use super::activations::{
-    act_bytes, eager_scores_per_token, final_norm_bytes_per_token, layer_backward_bytes_per_token,
-    layer_bytes_per_token, loss_bytes_per_logit, residual_bytes,
+    act_bytes, adapter_bytes_per_layer, eager_scores_per_token, final_norm_bytes_per_token,
+    layer_backward_bytes_per_token, layer_bytes_per_token, loss_bytes_per_logit, residual_bytes,
 };
 use super::arch::{AttentionKind, ParamCounts};
 use super::band::{band, Band};
@@ -10,6 +10,7 @@ use super::job::{
     Checkpointing, FrozenSharding, Job, Mode, Module, Offload, OffloadDevice, Optimizer,
     Parallelism, Precision, WeightFormat,
 };
+use super::peft;
 use crate::bytes::GIB;
 use serde::{Deserialize, Serialize};
 
@@ -264,27 +265,36 @@ fn trainable(job: &Job, p: &ParamCounts) -> (f64, f64) {
             (n * p.per_layer, 0.0)
         }
         Mode::Lora | Mode::Qlora => {
-            let r = f64::from(job.lora.rank);
+            let method = job.lora.method;
             let mut adapters = 0.0;
             for (m, d_in, d_out) in job.arch.linear_modules() {
-                if job.lora.targets.contains(&m) && d_in > 0.0 {
-                    let copies = match (job.arch.moe, m) {
-                        (Some(moe), Module::Gate | Module::Up | Module::Down) => {
-                            f64::from(moe.experts)
-                                + if moe.shared_intermediate > 0 {
-                                    1.0
-                                } else {
-                                    0.0
-                                }
-                        }
-                        _ => 1.0,
-                    };
-                    let per_copy_in = d_in / copies;
-                    let dora = if job.lora.dora { d_out } else { 0.0 };
-                    adapters += copies * (r * (per_copy_in + d_out) + dora);
+                if method.is_prompt() || !job.lora.targets.contains(&m) || d_in <= 0.0 {
+                    continue;
                 }
+                // PEFT adapts every expert of an MoE layer's gate/up/down (and the shared expert).
+                let copies = match (job.arch.moe, m) {
+                    (Some(moe), Module::Gate | Module::Up | Module::Down) => {
+                        f64::from(moe.experts)
+                            + if moe.shared_intermediate > 0 {
+                                1.0
+                            } else {
+                                0.0
+                            }
+                    }
+                    _ => 1.0,
+                };
+                let per_copy_in = d_in / copies;
+                let dora = if job.lora.dora && method == peft::Method::Lora {
+                    d_out
+                } else {
+                    0.0
+                };
+                let ff = peft::is_feed_forward(m);
+                adapters += copies
+                    * (peft::module_params(method, job.lora.rank, per_copy_in, d_out, ff) + dora);
             }
             adapters *= layers;
+            adapters += peft::prompt_params(job, &job.arch);
             let mut full = 0.0;
             if job.lora.train_embed {
                 full += p.embedding;
@@ -298,6 +308,34 @@ fn trainable(job: &Job, p: &ParamCounts) -> (f64, f64) {
             }
             (adapters + full, adapters)
         }
+    }
+}
+
+/// Adapter parameters that are stored but not trained: LoRA-FA's frozen `lora_A` (`r·d_in` per module) and
+/// VeRA's `vera_A`/`vera_B`, one pair shared by every adapted module and sized by the largest input and
+/// output widths among them (PEFT `vera/model.py` `_find_dim`).
+fn frozen_adapter_params(job: &Job) -> f64 {
+    if !matches!(job.mode, Mode::Lora | Mode::Qlora) {
+        return 0.0;
+    }
+    let r = f64::from(job.lora.rank);
+    let targeted = job
+        .arch
+        .linear_modules()
+        .into_iter()
+        .filter(|(m, d_in, _)| job.lora.targets.contains(m) && *d_in > 0.0);
+    match job.lora.method {
+        peft::Method::LoraFa => {
+            targeted.map(|(_, d_in, _)| r * d_in).sum::<f64>() * f64::from(job.arch.layers)
+        }
+        peft::Method::Vera => {
+            let (max_in, max_out) = targeted
+                .fold((0.0_f64, 0.0_f64), |(i, o), (_, d_in, d_out)| {
+                    (i.max(d_in), o.max(d_out))
+                });
+            r * (max_in + max_out)
+        }
+        _ => 0.0,
     }
 }
 
@@ -415,7 +453,9 @@ pub fn estimate(job: &Job) -> Estimate {
     };
     // PEFT keeps adapter weights in fp32 (`autocast_adapter_dtype=True`, `peft/tuners/tuners_utils.py`), so
     // their gradients and optimizer states are fp32 whatever the base precision.
-    let adapters = adapter_params * 4.0 * train_share;
+    // Frozen adapter parts PEFT keeps in fp32 beside the trained ones (LoRA-FA's `lora_A`, VeRA's shared
+    // random projections).
+    let adapters = (adapter_params + frozen_adapter_params(&job)) * 4.0 * train_share;
     let grads = (adapter_params * 4.0 + base_trainable * grad_bytes(&job)) * shard(2) * train_share;
     // FSDP1 LoRA with frozen and adapter weights in one FlatParameter: the flat gradient covers the frozen
     // decoder weights too (sharded, in the working dtype); on PyTorch ≤ 2.1 the frozen weights also stay
@@ -482,7 +522,8 @@ pub fn estimate(job: &Job) -> Estimate {
         } else {
             1.0
         };
-        let per_layer = layer_bytes_per_token(arch, &job).per_rank(tp) * tokens;
+        let per_layer = layer_bytes_per_token(arch, &job).per_rank(tp) * tokens
+            + adapter_bytes_per_layer(&job, arch) / tp;
         let scores_layer = eager_scores_per_token(arch, &job, seq) * tokens / tp;
         // Layers that keep activations: all, except below the first trained layer in freeze mode.
         let total_layers = f64::from(arch.layers);

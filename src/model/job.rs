@@ -130,6 +130,12 @@ pub struct Lora {
     pub dora: bool,
     /// `lora_dropout > 0`: each adapted module keeps a dropped-out copy of its input.
     pub dropout: bool,
+    /// The PEFT method (LoRA unless said otherwise); `rank` is its rank (OFT: the block size).
+    pub method: super::peft::Method,
+    /// Virtual tokens of prompt tuning, prefix tuning and P-tuning (`num_virtual_tokens`).
+    pub virtual_tokens: u32,
+    /// Width of P-tuning's MLP prompt encoder (`encoder_hidden_size`).
+    pub encoder_hidden: u32,
 }
 
 impl Default for Lora {
@@ -142,6 +148,9 @@ impl Default for Lora {
             train_lm_head: false,
             dora: false,
             dropout: true,
+            method: super::peft::Method::Lora,
+            virtual_tokens: 20,
+            encoder_hidden: 1024,
         }
     }
 }

@@ -9,6 +9,8 @@ pub mod estimate;
 pub mod job;
 pub mod limits;
 pub mod normalize;
+pub mod peft;
+pub mod serve;
 pub mod stack;
 pub mod weights;
 
@@ -22,5 +24,9 @@ pub use job::{
     AttentionImpl, Checkpointing, FrozenSharding, Inference, Job, KvDtype, Lora, LossImpl, Mode,
     Module, Offload, OffloadDevice, Optimizer, Parallelism, Precision, Version, Versions,
     WeightFormat,
+};
+pub use serve::{
+    fewest_gpus, max_model_len_for_users, plan as serve_plan, Engine, KvLayout, ModelDtype,
+    ServeKvDtype, ServePlan, ServeRequest,
 };
 pub use stack::Stack;

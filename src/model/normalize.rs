@@ -45,6 +45,17 @@ pub fn normalize(job: &Job) -> (Job, Vec<Warning>) {
     if job.mode == Mode::Full && job.weights.is_quantized() {
         warnings.push(Warning::QuantizedFullTraining);
     }
+    // Prompt tuning and P-tuning prepend their virtual tokens to every sequence (PEFT
+    // `PeftModelForCausalLM.forward` concatenates the prompt embeddings before the input embeddings, and
+    // pads the labels with -100): every activation and the logits cover s + n positions.
+    if matches!(job.mode, Mode::Lora | Mode::Qlora)
+        && matches!(
+            job.lora.method,
+            super::peft::Method::PromptTuning | super::peft::Method::PTuning
+        )
+    {
+        job.seq_len = job.seq_len.saturating_add(job.lora.virtual_tokens);
+    }
     (job, warnings)
 }
 
