@@ -1,12 +1,12 @@
 //! OOM doctor: classify a pasted log or traceback (GPU memory, host memory, disk, not a memory problem, or
 //! not recognised), pull out the figures it states, and explain them. Pure; linear in the text's length.
 //!
-//! Message formats follow the emitting code: PyTorch's CUDA caching allocator (`c10/cuda/CUDACachingAllocator.cpp`,
-//! both the ≤ 2.0 "(GPU 0; X total capacity; …)" form and the ≥ 2.1 "GPU 0 has a total capacity of …" form,
-//! shared by HIP and XPU), the MPS allocator, `c10/core/impl/alloc_cpu.cpp` (DefaultCPUAllocator), vLLM's
-//! `raise_if_cache_size_invalid`, llama.cpp's `ggml_backend_cuda_buffer_type_alloc_buffer`, XLA's
-//! RESOURCE_EXHAUSTED, TensorFlow's ResourceExhaustedError, the Linux OOM killer, and torch.distributed's
-//! exit-code reports.
+//! Each rule below is written from the emitting runtime's own message format and names the file that prints
+//! it. Rules are tried in priority order and the first that matches decides: memory failures come before the
+//! errors they commonly trigger elsewhere (an OOM on one rank makes the others report NCCL failures), host
+//! shared memory comes before "disk full" (`/dev/shm` is RAM), and a mention inside advice ("If you
+//! encounter CUDA out of memory, …") does not count. Matching runs on the text with every run of
+//! whitespace collapsed to one space, so messages wrapped by a terminal or an e-mail client still match.
 
 use crate::bytes::GIB;
 use serde::Serialize;
@@ -36,22 +36,44 @@ pub enum Source {
     PytorchXpu,
     PytorchMps,
     Cublas,
+    /// cuDNN status codes.
+    Cudnn,
     Vllm,
+    /// SGLang's memory-pool sizing.
+    Sglang,
+    /// Hugging Face text-generation-inference warm-up.
+    Tgi,
     LlamaCpp,
+    /// Ollama's own pre-load memory check.
+    Ollama,
+    /// Apple Metal (ggml-metal, command buffers).
+    Metal,
+    /// Apple MLX.
+    Mlx,
     Xla,
     Tensorflow,
     CpuAllocator,
     PythonMemoryError,
     OomKiller,
     DataLoaderWorker,
+    /// `/dev/shm` (shared memory between processes) is full.
+    SharedMemory,
+    /// Ray's worker-death and memory-monitor reports.
+    Ray,
     PinnedMemory,
     DiskFull,
     DeviceAssert,
     IllegalAccess,
+    /// Another CUDA runtime error that is not about memory size (misaligned address, invalid argument, …).
+    CudaError,
+    /// The NVIDIA driver is older than the CUDA runtime needs.
+    DriverTooOld,
     Nccl,
     WrongDevice,
     NoKernelImage,
     CorruptCheckpoint,
+    /// A tokenizer warning about input length.
+    Tokenizer,
     Unknown,
 }
 
@@ -90,18 +112,40 @@ pub enum Hint {
     ReduceMemory,
     /// vLLM: lower `max_model_len`, raise `gpu_memory_utilization`, or quantize the KV cache.
     VllmKvCache,
+    /// SGLang: the KV pool got no room; raise `--mem-fraction-static` or shorten `--context-length`.
+    SglangMemFraction,
+    /// TGI warm-up: lower `--max-batch-prefill-tokens` / `--max-total-tokens`, or quantize.
+    TgiPrefill,
     /// llama.cpp: offload fewer layers (`-ngl`), a smaller context (`-c`) or a smaller quantization.
     LlamaCppLayers,
+    /// Ollama refused to load: the model needs more free RAM than the system has.
+    OllamaMemory,
     /// MPS: the watermark caps what macOS lets PyTorch take.
     MpsWatermark,
+    /// Apple GPU (Metal/MLX) memory: the working-set limit of unified memory was reached.
+    MetalMemory,
+    /// XLA/JAX: preallocation, sharding, batch; on TPU the program must fit the core's HBM.
+    XlaMemory,
     /// Host: fewer DataLoader workers, streaming datasets, less CPU offload, or more RAM.
     HostMemory,
+    /// Killed while loading weights: `low_cpu_mem_usage=True`, safetensors, one loader per node, more RAM.
+    LoadingRam,
+    /// `/dev/shm` is full: raise Docker `--shm-size` (or `--ipc=host`), lower DataLoader `num_workers`.
+    SharedMemory,
     /// Disk: free space where checkpoints and the HF cache go (`save_total_limit`, `HF_HOME`).
     DiskSpace,
     /// Device-side assert: usually a label or token id out of range; rerun with `CUDA_LAUNCH_BLOCKING=1`.
     IndexOutOfRange,
     /// Illegal memory access: a kernel bug or a broken install, not a lack of memory.
     KernelFault,
+    /// Another CUDA/cuBLAS/cuDNN error that is not about memory size: kernel bug, bad argument, broken install.
+    CudaFault,
+    /// The NVIDIA driver is too old for the installed CUDA runtime: update the driver or install an older build.
+    UpdateDriver,
+    /// A convolution workspace limit below what the algorithm needs: raise the framework's workspace setting.
+    WorkspaceLimit,
+    /// Allocations of a few bytes "failing": a broken allocator or build, not a full device.
+    BrokenAllocator,
     /// NCCL: network/interface/driver problem between ranks (`NCCL_DEBUG=INFO`).
     Communication,
     /// Tensors on different devices: move the model and inputs to one device.
@@ -110,6 +154,8 @@ pub enum Hint {
     WrongBuild,
     /// The checkpoint file is truncated or corrupt: download it again.
     Redownload,
+    /// Only a tokenizer warning about input length: inputs are truncated or must be; no memory problem.
+    TokenLength,
     /// Paste the whole traceback, including its last line.
     PasteMore,
 }
@@ -128,117 +174,1125 @@ pub struct Diagnosis {
 /// Texts longer than this are cut to their last part (tracebacks end with the error).
 pub const MAX_TEXT: usize = 200_000;
 
-/// Signatures in priority order: the first that occurs decides. Memory failures come before the errors they
-/// commonly trigger elsewhere (an OOM on one rank makes the others report NCCL failures).
-const SIGNATURES: &[(&str, Kind, Source)] = &[
-    ("hip out of memory", Kind::Gpu, Source::PytorchHip),
-    ("xpu out of memory", Kind::Gpu, Source::PytorchXpu),
-    ("mps backend out of memory", Kind::Gpu, Source::PytorchMps),
-    ("cuda out of memory", Kind::Gpu, Source::PytorchCuda),
-    ("cuda error: out of memory", Kind::Gpu, Source::PytorchCuda),
-    ("cublas_status_alloc_failed", Kind::Gpu, Source::Cublas),
-    (
-        "no available memory for the cache blocks",
-        Kind::Gpu,
-        Source::Vllm,
-    ),
-    (
-        "larger than the maximum number of tokens that can be stored in kv cache",
-        Kind::Gpu,
-        Source::Vllm,
-    ),
-    (
-        "cudamalloc failed: out of memory",
-        Kind::Gpu,
-        Source::LlamaCpp,
-    ),
-    (
-        "unable to allocate cuda0 buffer",
-        Kind::Gpu,
-        Source::LlamaCpp,
-    ),
-    ("resource_exhausted: out of memory", Kind::Gpu, Source::Xla),
-    (
-        "resource_exhausted: failed to allocate",
-        Kind::Gpu,
-        Source::Xla,
-    ),
-    ("resource exhausted: out of memory", Kind::Gpu, Source::Xla),
-    ("oom when allocating tensor", Kind::Gpu, Source::Tensorflow),
-    ("hip_error_outofmemory", Kind::Gpu, Source::PytorchHip),
-    ("no space left on device", Kind::Disk, Source::DiskFull),
-    ("disk quota exceeded", Kind::Disk, Source::DiskFull),
-    ("storagefull", Kind::Disk, Source::DiskFull),
-    ("defaultcpuallocator", Kind::Host, Source::CpuAllocator),
-    ("cachinghostallocator", Kind::Host, Source::PinnedMemory),
-    ("of pinned memory", Kind::Host, Source::PinnedMemory),
-    (
-        "is killed by signal: killed",
-        Kind::Host,
-        Source::DataLoaderWorker,
-    ),
-    (
-        "out of memory: killed process",
-        Kind::Host,
-        Source::OomKiller,
-    ),
-    ("invoked oom-killer", Kind::Host, Source::OomKiller),
-    ("exitcode: -9", Kind::Host, Source::OomKiller),
-    ("signal 9 (sigkill)", Kind::Host, Source::OomKiller),
-    ("exit code 137", Kind::Host, Source::OomKiller),
-    ("cannot allocate memory", Kind::Host, Source::CpuAllocator),
-    ("memoryerror", Kind::Host, Source::PythonMemoryError),
-    (
-        "device-side assert triggered",
-        Kind::NotMemory,
-        Source::DeviceAssert,
-    ),
-    (
-        "illegal memory access",
-        Kind::NotMemory,
-        Source::IllegalAccess,
-    ),
-    (
-        "no kernel image is available",
-        Kind::NotMemory,
-        Source::NoKernelImage,
-    ),
-    (
-        "expected all tensors to be on the same device",
-        Kind::NotMemory,
-        Source::WrongDevice,
-    ),
-    (
-        "pytorchstreamreader failed",
-        Kind::NotMemory,
-        Source::CorruptCheckpoint,
-    ),
-    (
-        "error while deserializing header",
-        Kind::NotMemory,
-        Source::CorruptCheckpoint,
-    ),
-    ("nccl error", Kind::NotMemory, Source::Nccl),
-    ("ncclsystemerror", Kind::NotMemory, Source::Nccl),
-    ("ncclinternalerror", Kind::NotMemory, Source::Nccl),
-];
+/// The pasted text prepared for matching: `flat` has every run of whitespace collapsed to one space (so
+/// wrapped messages match), `low` is its ASCII lower-case (same byte offsets), `offs` maps a byte of `flat`
+/// back to the original text (for the evidence line).
+struct Scan<'a> {
+    text: &'a str,
+    flat: String,
+    low: String,
+    offs: Vec<usize>,
+}
+
+impl<'a> Scan<'a> {
+    fn new(text: &'a str) -> Self {
+        let mut flat = String::with_capacity(text.len());
+        let mut offs = Vec::with_capacity(text.len() + 1);
+        let mut in_space = false;
+        for (i, c) in text.char_indices() {
+            if c.is_ascii_whitespace() {
+                if !in_space {
+                    flat.push(' ');
+                    offs.push(i);
+                }
+                in_space = true;
+            } else {
+                flat.push(c);
+                offs.extend(i..i + c.len_utf8());
+                in_space = false;
+            }
+        }
+        offs.push(text.len());
+        let low = ascii_lower(&flat);
+        Scan {
+            text,
+            flat,
+            low,
+            offs,
+        }
+    }
+
+    /// The original byte offset of byte `i` of `flat`.
+    fn orig(&self, i: usize) -> usize {
+        self.offs.get(i).copied().unwrap_or(self.text.len())
+    }
+
+    /// Whether the occurrence at `flat` offset `i` sits in a conditional sentence on its line ("If you
+    /// encounter CUDA out of memory, …", "If out-of-memory error occurs …"): advice, not the error.
+    fn conditional(&self, i: usize) -> bool {
+        let orig = self.orig(i);
+        let mut from = orig.saturating_sub(160);
+        while !self.text.is_char_boundary(from) {
+            from += 1;
+        }
+        let before = &self.text[from..orig];
+        let line = before.rsplit('\n').next().unwrap_or(before);
+        let line = ascii_lower(line);
+        let bytes = line.as_bytes();
+        line.match_indices("if ")
+            .any(|(j, _)| j == 0 || !bytes[j - 1].is_ascii_alphanumeric())
+    }
+
+    /// The first occurrence of `needle` (lower-case) in `low` that is not inside advice, as a `flat` offset.
+    fn find(&self, needle: &str) -> Option<usize> {
+        self.low
+            .match_indices(needle)
+            .map(|(i, _)| i)
+            .find(|&i| !self.conditional(i))
+    }
+
+    /// Whether `needle` occurs anywhere (advice included).
+    fn has(&self, needle: &str) -> bool {
+        self.low.contains(needle)
+    }
+}
 
 /// Lower-cases ASCII only (keeps byte offsets identical to the original text).
 fn ascii_lower(s: &str) -> String {
     s.chars().map(|c| c.to_ascii_lowercase()).collect()
 }
 
+/// How a rule recognises its message.
+#[derive(Clone, Copy)]
+enum Pat {
+    /// Any of these lower-case phrases (matched on the whitespace-collapsed text, outside advice).
+    Any(&'static [&'static str]),
+    /// A check of its own; returns the byte offset of the evidence in the original text.
+    Check(fn(&Scan) -> Option<usize>),
+}
+
+/// One recognised message: what it means, who prints it, and (where the source does not say) the advice.
+#[derive(Clone, Copy)]
+struct Rule {
+    pat: Pat,
+    kind: Kind,
+    source: Source,
+    hint: Option<Hint>,
+}
+
+const fn any(phrases: &'static [&'static str], kind: Kind, source: Source) -> Rule {
+    Rule {
+        pat: Pat::Any(phrases),
+        kind,
+        source,
+        hint: None,
+    }
+}
+
+const fn check(f: fn(&Scan) -> Option<usize>, kind: Kind, source: Source) -> Rule {
+    Rule {
+        pat: Pat::Check(f),
+        kind,
+        source,
+        hint: None,
+    }
+}
+
+impl Rule {
+    const fn with(self, hint: Hint) -> Rule {
+        Rule {
+            hint: Some(hint),
+            ..self
+        }
+    }
+
+    /// The original byte offset of the first match, if any.
+    fn find(&self, s: &Scan) -> Option<usize> {
+        match self.pat {
+            Pat::Any(phrases) => phrases
+                .iter()
+                .filter_map(|p| s.find(p))
+                .min()
+                .map(|i| s.orig(i)),
+            Pat::Check(f) => f(s),
+        }
+    }
+}
+
+// ---- GPU memory: PyTorch allocators ----
+
+/// PyTorch `c10/cuda/CUDACachingAllocator.cpp`, hipified for ROCm: "HIP out of memory. Tried to allocate …".
+const PT_HIP: Rule = any(&["hip out of memory"], Kind::Gpu, Source::PytorchHip);
+/// PyTorch `c10/xpu/XPUCachingAllocator.cpp`: "XPU out of memory. Tried to allocate …".
+const PT_XPU: Rule = any(&["xpu out of memory"], Kind::Gpu, Source::PytorchXpu);
+/// PyTorch `aten/src/ATen/mps/MPSAllocator.mm`: "MPS backend out of memory (MPS allocated: …, other
+/// allocations: …, max allowed: …). Tried to allocate … on private pool."
+const PT_MPS: Rule = any(
+    &["mps backend out of memory"],
+    Kind::Gpu,
+    Source::PytorchMps,
+);
+/// PyTorch `c10/cuda/CUDACachingAllocator.cpp`: "CUDA out of memory. Tried to allocate …" (also inside the
+/// wrappers of vLLM "CUDA out of memory occurred when warming up sampler" and SGLang "Capture cuda graph
+/// failed: CUDA out of memory").
+const PT_CUDA: Rule = any(&["cuda out of memory"], Kind::Gpu, Source::PytorchCuda);
+/// The same allocator's message with its first words cut off: "Tried to allocate X (GPU 0; Y total capacity;
+/// Z already allocated; …)" (≤ 2.0) or "Tried to allocate X. GPU 0 has a total capacity of Y …" (≥ 2.1).
+const PT_CUDA_TAIL: Rule = check(pytorch_tail, Kind::Gpu, Source::PytorchCuda);
+/// PyTorch `c10/cuda/CUDAMallocAsyncAllocator.cpp` and the caching allocator's memory-fraction limit:
+/// "Allocation on device N would exceed allowed memory. (out of memory)\nCurrently allocated : …\nRequested
+/// : …\nDevice limit : …\nFree (according to CUDA): …" (ComfyUI shows "torch.OutOfMemoryError: Allocation on
+/// device").
+const PT_FRACTION: Rule = any(
+    &[
+        "would exceed allowed memory",
+        "outofmemoryerror: allocation on device",
+    ],
+    Kind::Gpu,
+    Source::PytorchCuda,
+);
+
+// ---- Host pinned memory (before the CUDA error texts it carries) ----
+
+/// PyTorch `torch/utils/data/_utils/pin_memory.py`: an error "Caught … in pin memory thread for device N"
+/// wrapping a CUDA "out of memory" — page-locked host RAM ran out, not the device.
+const PIN_THREAD: Rule = check(pin_thread_oom, Kind::Host, Source::PinnedMemory);
+
+/// TensorFlow `core/common_runtime/device/device_host_allocator.h`: "could not allocate pinned host memory
+/// of size: N"; stream executor `cuda/cuda_driver.cc`: "failed to alloc N bytes on host:
+/// CUDA_ERROR_OUT_OF_MEMORY" (cuMemHostAlloc: page-locked host RAM).
+const TF_PINNED: Rule = any(
+    &[
+        "could not allocate pinned host memory",
+        "bytes on host: cuda_error_out_of_memory",
+    ],
+    Kind::Host,
+    Source::PinnedMemory,
+);
+/// PyTorch `aten/src/ATen/cuda/CachingHostAllocator.cpp` (pinned host buffers) and ggml-cuda
+/// `ggml_cuda_host_malloc`: "failed to allocate X MiB of pinned memory".
+const PINNED: Rule = any(
+    &["cachinghostallocator", "of pinned memory"],
+    Kind::Host,
+    Source::PinnedMemory,
+);
+
+// ---- GPU memory: CUDA runtime and libraries ----
+
+/// CUDA runtime `cudaErrorMemoryAllocation` ("out of memory") as PyTorch `c10/cuda/CUDAException.cpp`
+/// prints it ("CUDA error: out of memory", also in `torch.AcceleratorError` and Ollama's runner), HIP's
+/// `hipErrorOutOfMemory`, and ggml's `CUDA_CHECK` ("CUDA error 2 at …: out of memory", "ROCm error: out of
+/// memory").
+const CUDA_RT_OOM: Rule = any(
+    &[
+        "cuda error: out of memory",
+        "cudaerrormemoryallocation",
+        "hip_error_outofmemory",
+        "hiperroroutofmemory",
+        "hip error: out of memory",
+        "rocm error: out of memory",
+    ],
+    Kind::Gpu,
+    Source::PytorchCuda,
+);
+/// Old THC (PyTorch ≤ 0.4, Lua cutorch): "THCudaCheck FAIL file=… error=2 : out of memory", "cuda runtime
+/// error (2) : out of memory".
+const THC_OOM: Rule = any(
+    &[
+        "error=2 : out of memory",
+        "cuda runtime error (2) : out of memory",
+    ],
+    Kind::Gpu,
+    Source::PytorchCuda,
+);
+/// Intel oneAPI Unified Runtime `ur_api.h` / Level Zero `ze_api.h`: `UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY`,
+/// `ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY` (XPU device memory).
+const XPU_RT_OOM: Rule = any(
+    &[
+        "ur_result_error_out_of_device_memory",
+        "ze_result_error_out_of_device_memory",
+    ],
+    Kind::Gpu,
+    Source::PytorchXpu,
+);
+/// cuBLAS `cublas_api.h` `CUBLAS_STATUS_ALLOC_FAILED`: the handle or workspace could not be allocated.
+const CUBLAS_ALLOC: Rule = any(&["cublas_status_alloc_failed"], Kind::Gpu, Source::Cublas);
+/// cuDNN `CUDNN_STATUS_ALLOC_FAILED` and `CUDNN_STATUS_NOT_ENOUGH_WORKSPACE` (cudnn status codes).
+const CUDNN_ALLOC: Rule = any(
+    &[
+        "cudnn_status_alloc_failed",
+        "cudnn_status_not_enough_workspace",
+    ],
+    Kind::Gpu,
+    Source::Cudnn,
+);
+
+/// PyTorch `aten/src/ATen/native/cudnn/Conv_v7.cpp`: "Unable to find a valid cuDNN algorithm to run
+/// convolution" — every algorithm's workspace failed to allocate.
+const CUDNN_NO_ALGO: Rule = any(
+    &["unable to find a valid cudnn algorithm"],
+    Kind::Gpu,
+    Source::Cudnn,
+);
+/// transformers `quantizers/quantizer_bnb_4bit.py` / `quantizer_bnb_8bit.py`: "Some modules are dispatched on
+/// the CPU or the disk. Make sure you have enough GPU RAM to fit the quantized model."
+const BNB_DISPATCH: Rule = any(
+    &["make sure you have enough gpu ram to fit"],
+    Kind::Gpu,
+    Source::PytorchCuda,
+);
+
+// ---- GPU memory: serving engines ----
+
+/// vLLM `vllm/worker/worker.py` (`raise_if_cache_size_invalid`) and `vllm/v1/core/kv_cache_utils.py`
+/// (`check_enough_kv_cache_memory`): "No available memory for the cache blocks", "The model's max seq len (N)
+/// is larger than the maximum number of tokens that can be stored in KV cache (M)", "(X GiB KV cache is
+/// needed, which is larger than the available KV cache memory (Y GiB)".
+const VLLM_KV: Rule = any(
+    &[
+        "no available memory for the cache blocks",
+        "larger than the maximum number of tokens that can be stored in kv cache",
+        "is needed, which is larger than the available kv cache memory",
+    ],
+    Kind::Gpu,
+    Source::Vllm,
+);
+/// vLLM `vllm/v1/worker/gpu_worker.py` (`init_device`): "Free memory on device cuda:N (F/T GiB) on startup is
+/// less than desired GPU memory utilization (U, R GiB)".
+const VLLM_STARTUP: Rule = any(
+    &["is less than desired gpu memory utilization"],
+    Kind::Gpu,
+    Source::Vllm,
+);
+/// SGLang `python/sglang/srt/model_executor/model_runner.py` (memory pool): "Not enough memory. Please try to
+/// increase --mem-fraction-static."
+const SGLANG_POOL: Rule = any(
+    &["please try to increase --mem-fraction-static"],
+    Kind::Gpu,
+    Source::Sglang,
+);
+/// TGI `server/text_generation_server/models/flash_causal_lm.py` (`warmup`): "Not enough memory to handle N
+/// prefill tokens. You need to decrease `--max-batch-prefill-tokens`".
+const TGI_WARMUP: Rule = any(&["not enough memory to handle"], Kind::Gpu, Source::Tgi);
+
+// ---- GPU memory: llama.cpp / ggml, Metal, MLX ----
+
+/// ggml `ggml-cuda.cu` (`ggml_backend_cuda_buffer_type_alloc_buffer`): "allocating X MiB on device N:
+/// cudaMalloc failed: out of memory".
+const GGML_CUDA: Rule = any(
+    &["cudamalloc failed: out of memory"],
+    Kind::Gpu,
+    Source::LlamaCpp,
+);
+/// ggml `ggml-vulkan.cpp`: "ggml_vulkan: Device memory allocation of size N failed." and Vulkan's
+/// `vk::Result::eErrorOutOfDeviceMemory` ("ErrorOutOfDeviceMemory").
+const GGML_VULKAN: Rule = any(
+    &["device memory allocation of size", "erroroutofdevicememory"],
+    Kind::Gpu,
+    Source::LlamaCpp,
+);
+/// ggml `ggml-backend.cpp` (`ggml_backend_cpu_buffer_type_alloc_buffer`): "failed to allocate buffer of size
+/// N" — host RAM.
+const GGML_CPU_ALLOC: Rule = any(
+    &["cpu_buffer_type_alloc_buffer: failed to allocate"],
+    Kind::Host,
+    Source::LlamaCpp,
+);
+/// ggml `ggml-alloc.c` (`ggml_gallocr_reserve_n`, `alloc_tensor_range`): "failed to allocate <buffer type>
+/// buffer of size N"; llama.cpp `llama-model.cpp`: "unable to allocate <buffer type> buffer" (older "unable
+/// to allocate backend buffer"). A CPU (or `_Host`) buffer type is host memory, any other a device's.
+const GGML_HOST_BUFFER: Rule = check(ggml_host_buffer, Kind::Host, Source::LlamaCpp);
+/// See [`GGML_HOST_BUFFER`]: a device buffer type (CUDA0, ROCm0, Metal, Vulkan0, backend, …).
+const GGML_DEVICE_BUFFER: Rule = check(ggml_device_buffer, Kind::Gpu, Source::LlamaCpp);
+/// Apple IOGPU `kIOGPUCommandBufferCallbackErrorOutOfMemory` ("Insufficient Memory (00000008:…)") as MLX
+/// `mlx/backend/metal` ("[METAL] Command buffer execution failed: Insufficient Memory") and ggml-metal report it.
+const METAL_CMDBUF: Rule = any(
+    &[
+        "kiogpucommandbuffercallbackerroroutofmemory",
+        "command buffer execution failed: insufficient memory",
+    ],
+    Kind::Gpu,
+    Source::Metal,
+);
+/// ggml `ggml-metal.m`: "ggml_metal_get_buffer: error: buffer is nil" after "warning: current allocated size
+/// is greater than the recommended max working set size".
+const METAL_GGML: Rule = any(
+    &[
+        "ggml_metal_get_buffer: error: buffer is nil",
+        // `ggml_metal_add_buffer`: "buffer '%s' size %zu is larger than buffer maximum of %zu".
+        "is larger than buffer maximum of",
+    ],
+    Kind::Gpu,
+    Source::Metal,
+);
+/// MLX `mlx/backend/metal/allocator.cpp`: "[metal::malloc] Attempting to allocate N bytes which is greater
+/// than the maximum allowed buffer size of M bytes." (older: "[malloc_or_wait] Unable to allocate N bytes.").
+const MLX_MALLOC: Rule = any(
+    &[
+        "[metal::malloc] attempting to allocate",
+        "[malloc_or_wait] unable to allocate",
+        // The same message rethrown without its prefix (`std::runtime_error` through libc++abi).
+        "which is greater than the maximum allowed buffer size",
+    ],
+    Kind::Gpu,
+    Source::Mlx,
+);
+
+// ---- GPU / accelerator memory: XLA, JAX, TensorFlow ----
+
+/// XLA's out-of-memory status for a request of a few bytes ("Out of memory while trying to allocate 24
+/// bytes"): no device is full at that size; the allocator or a self-built jaxlib is broken.
+const XLA_TINY: Rule = check(xla_tiny, Kind::NotMemory, Source::Xla).with(Hint::BrokenAllocator);
+/// XLA / PJRT (`xla/pjrt`, `xla/stream_executor`): "RESOURCE_EXHAUSTED: Out of memory while trying to
+/// allocate N bytes", "Out of memory allocating N bytes", "Failed to allocate request for X (NB) on device
+/// ordinal N" (older Status text: "Resource exhausted: …").
+const XLA_OOM: Rule = any(
+    &[
+        "resource_exhausted: out of memory",
+        "resource exhausted: out of memory",
+        "resource_exhausted: failed to allocate",
+        "resource exhausted: failed to allocate",
+        "out of memory while trying to allocate",
+    ],
+    Kind::Gpu,
+    Source::Xla,
+);
+/// XLA:TPU compiler: "Ran out of memory in memory space hbm. Used X of Y hbm. Exceeded hbm capacity by Z."
+/// (also memory space "vmem"); the TPU runtime: "Attempting to reserve X at the bottom of memory. That was not
+/// possible. There are Y free, …".
+const XLA_TPU: Rule = any(
+    &[
+        "ran out of memory in memory space",
+        "that was not possible. there are",
+    ],
+    Kind::Gpu,
+    Source::Xla,
+);
+/// TensorFlow's OOM on the CPU allocator ("… on /job:…/device:CPU:0 by allocator cpu", "Allocator (cpu) ran
+/// out of memory"): host RAM.
+const TF_CPU: Rule = check(tf_cpu_oom, Kind::Host, Source::Tensorflow);
+/// TensorFlow `core/framework/op_kernel.cc` / `common_runtime/bfc_allocator.cc`: "OOM when allocating tensor
+/// with shape[…]", "Allocator (GPU_0_bfc) ran out of memory trying to allocate X"; stream executor
+/// `cuda/cuda_driver.cc`: "failed to allocate X (N bytes) from device: CUDA_ERROR_OUT_OF_MEMORY", "failed to
+/// alloc N bytes unified memory; result: CUDA_ERROR_OUT_OF_MEMORY".
+const TF_OOM: Rule = any(
+    &[
+        "oom when allocating tensor",
+        "ran out of memory trying to allocate",
+        "cuda_error_out_of_memory",
+    ],
+    Kind::Gpu,
+    Source::Tensorflow,
+);
+
+// ---- Host shared memory (/dev/shm is RAM), before "disk full" ----
+
+/// PyTorch `aten/src/ATen/MapAllocator.cpp` (tensors shared between processes through `/dev/shm/torch_*`):
+/// "unable to write to file </torch_…>".
+const TORCH_SHM: Rule = any(
+    &["unable to write to file </torch_"],
+    Kind::Host,
+    Source::SharedMemory,
+);
+/// PyTorch `torch/csrc/DataLoader.cpp` (SIGBUS handler): "Unexpected bus error encountered in worker. This
+/// might be caused by insufficient shared memory (shm)."; `torch/utils/data/_utils/signal_handling.py`:
+/// "DataLoader worker (pid N) is killed by signal: Bus error. It is possible that dataloader's workers are out
+/// of shared memory."
+const LOADER_SHM: Rule = any(
+    &[
+        "insufficient shared memory (shm)",
+        "is killed by signal: bus error",
+        "workers are out of shared memory",
+    ],
+    Kind::Host,
+    Source::SharedMemory,
+);
+/// NCCL `src/misc/shmutils.cc` (`ncclShmOpen`): "NCCL WARN Cuda failure 'out of memory'" while registering a
+/// segment is device memory.
+const NCCL_CUDA_OOM: Rule = check(nccl_cuda_failure_oom, Kind::Gpu, Source::Nccl);
+/// The same NCCL warning with any other CUDA error ("Cuda failure 'invalid argument'"): not memory, even
+/// though "Error while creating shared memory segment" follows it.
+const NCCL_CUDA_FAILURE: Rule = check(nccl_cuda_failure_other, Kind::NotMemory, Source::Nccl);
+/// NCCL `src/misc/shmutils.cc` / `src/include/shm.h`: "Error while creating shared memory segment …", "Call
+/// to posix_fallocate failed : No space left on device", "failed to extend /dev/shm/nccl-… to N bytes".
+const NCCL_SHM: Rule = any(
+    &[
+        "error while creating shared memory segment",
+        "posix_fallocate failed",
+        "failed to extend /dev/shm",
+    ],
+    Kind::Host,
+    Source::SharedMemory,
+);
+/// errno 28 ENOSPC on a line naming shared memory (`/dev/shm`, `shm`, "shared memory"): RAM, not disk.
+const SHM_ENOSPC: Rule = check(enospc_on_shm, Kind::Host, Source::SharedMemory);
+
+// ---- Disk ----
+
+/// errno 28 ENOSPC "No space left on device" (Python "[Errno 28]", Rust `ErrorKind::StorageFull` / "os error
+/// 28"), errno 122 EDQUOT "Disk quota exceeded", Windows ERROR_DISK_FULL (112) "There is not enough space on
+/// the disk".
+const ENOSPC: Rule = any(
+    &[
+        "no space left on device",
+        "disk quota exceeded",
+        "storagefull",
+        "not enough space on the disk",
+        "os error 112",
+    ],
+    Kind::Disk,
+    Source::DiskFull,
+);
+/// huggingface_hub `file_download.py` (`_check_disk_space`): "Not enough free disk space to download the
+/// file. The expected file size is: X MB. The target location … only has Y MB free disk space."
+const HF_DISK: Rule = any(
+    &["not enough free disk space", "mb free disk space"],
+    Kind::Disk,
+    Source::DiskFull,
+);
+/// PyTorch `caffe2/serialize/inline_container.cc` (`torch.save`): "PytorchStreamWriter failed writing file
+/// data/N: file write failed", and its "[enforce fail at inline_container.cc:N] . unexpected pos A vs B" when
+/// a write came up short.
+const STREAM_WRITER: Rule = check(stream_writer, Kind::Disk, Source::DiskFull);
+/// Hugging Face datasets `builder.py` (`_check_disk_space`): "Not enough disk space. Needed: X (download: …".
+const DATASETS_DISK: Rule = any(&["not enough disk space"], Kind::Disk, Source::DiskFull);
+/// TensorFlow's file systems map ENOSPC to RESOURCE_EXHAUSTED with the path as message ("Error writing (tmp)
+/// checkpoint file: …: Resource exhausted: /path/…").
+const TF_DISK: Rule = check(tf_exhausted_path, Kind::Disk, Source::DiskFull);
+
+// ---- Host memory ----
+
+/// PyTorch `c10/core/impl/alloc_cpu.cpp`: "DefaultCPUAllocator: can't allocate memory: you tried to allocate
+/// N bytes" (Windows: "not enough memory"); old TH `THGeneral.cpp`: "$ Torch: not enough memory: you tried to
+/// allocate 0GB. Buy new RAM!"; C++ `<new>`: `std::bad_alloc`.
+const CPU_ALLOC: Rule = any(
+    &[
+        "defaultcpuallocator",
+        "torch: not enough memory",
+        "std::bad_alloc",
+    ],
+    Kind::Host,
+    Source::CpuAllocator,
+);
+/// Windows `ERROR_COMMITMENT_LIMIT` (1455): "The paging file is too small for this operation to complete"
+/// (commit charge = RAM + page file exhausted, typically while loading DLLs or weights).
+const WIN_COMMIT: Rule = any(
+    &["paging file is too small", "winerror 1455"],
+    Kind::Host,
+    Source::CpuAllocator,
+);
+/// Ollama `llm/server.go`: "model requires more system memory (X GiB) than is available (Y GiB)".
+const OLLAMA_RAM: Rule = any(
+    &["model requires more system memory"],
+    Kind::Host,
+    Source::Ollama,
+);
+/// `torch/utils/data/_utils/signal_handling.py`: "DataLoader worker (pid N) is killed by signal: Killed."
+const LOADER_KILLED: Rule = any(
+    &["is killed by signal: killed"],
+    Kind::Host,
+    Source::DataLoaderWorker,
+);
+/// Linux `mm/oom_kill.c`: "Out of memory: Killed process N (python) total-vm:…kB, anon-rss:…", "… invoked
+/// oom-killer", "oom-kill:constraint=…", "oom_reaper: reaped process N"; cgroups: "Memory cgroup out of memory"; Kubernetes container status reason
+/// `OOMKilled`; Slurm `task/cgroup`: "Detected 1 oom-kill event(s) in StepId=…" / "… oom_kill event …", "Some
+/// of your processes may have been killed by the cgroup out-of-memory handler"; Colab: "Your session crashed
+/// after using all available RAM".
+const OOM_KILLER: Rule = any(
+    &[
+        "out of memory: killed process",
+        "invoked oom-killer",
+        "oom-kill:",
+        "total-vm:",
+        "oom_reaper: reaped process",
+        "memory cgroup out of memory",
+        "oomkilled",
+        "oom-kill event",
+        "oom_kill event",
+        "cgroup out-of-memory handler",
+        "after using all available ram",
+        // systemd `service_result_to_string(SERVICE_FAILURE_OOM_KILL)`: "Failed with result 'oom-kill'".
+        "failed with result 'oom-kill'",
+    ],
+    Kind::Host,
+    Source::OomKiller,
+);
+/// SIGKILL (what the OOM killer sends) as launchers report it: torch.distributed.elastic
+/// `multiprocessing/api.py` ("failed (exitcode: -9)", the ChildFailedError table "exitcode : -9", "Signal 9
+/// (SIGKILL) received by PID"), DeepSpeed `launcher/launch.py` ("exits with return code = -9"), Python
+/// `subprocess` ("died with <Signals.SIGKILL: 9>", "exit status -9"), Go `os/exec` as Ollama shows it
+/// ("signal: killed"), shells and Docker (exit code 137 = 128 + 9).
+const SIGKILL: Rule = any(
+    &[
+        "exitcode: -9",
+        "exitcode : -9",
+        "signal 9 (sigkill)",
+        "exits with return code = -9",
+        "<signals.sigkill: 9>",
+        "exit status -9",
+        "signal: killed",
+        "exit code 137",
+        "exit code: 137",
+        "exited with code 137",
+        "exit status 137",
+    ],
+    Kind::Host,
+    Source::OomKiller,
+);
+/// SIGBUS as the same launchers report it (torch.distributed.elastic "exitcode: -7", "Signal 7 (SIGBUS)"): a
+/// worker touched shared memory that `/dev/shm` could not back.
+const SIGBUS: Rule = any(
+    &["exitcode: -7", "exitcode : -7", "signal 7 (sigbus)"],
+    Kind::Host,
+    Source::SharedMemory,
+);
+/// Ray worker death (`python/ray/_private/...`): "(1) The process is killed by SIGKILL by OOM killer due to
+/// high memory usage"; Ray's memory monitor: "Task was killed due to the node running low on memory",
+/// `ray.exceptions.OutOfMemoryError`.
+const RAY_OOM: Rule = any(
+    &[
+        "killed by sigkill by oom killer",
+        "node running low on memory",
+        "ray.exceptions.outofmemoryerror",
+    ],
+    Kind::Host,
+    Source::Ray,
+);
+/// errno 12 ENOMEM "Cannot allocate memory" (`fork()` "OSError: [Errno 12]", mmap "… (12)").
+const ENOMEM: Rule = any(
+    &["cannot allocate memory", "[errno 12]"],
+    Kind::Host,
+    Source::CpuAllocator,
+);
+/// NumPy `numpy/_core/_exceptions.py` (`_ArrayMemoryError`): "Unable to allocate X GiB for an array with
+/// shape … and data type …"; Python's built-in `MemoryError` (as a word, not inside `OutOfMemoryError`).
+const PY_MEMORY_ERROR: Rule = check(memory_error, Kind::Host, Source::PythonMemoryError);
+/// Java's `java.lang.OutOfMemoryError` (heap space, GC overhead, …): host RAM (Spark, Elasticsearch, …).
+const JAVA_OOM: Rule = any(
+    &["java.lang.outofmemoryerror"],
+    Kind::Host,
+    Source::CpuAllocator,
+);
+/// The shell's report of a job killed by SIGKILL (the OOM killer): "Killed" alone on a line or right after a
+/// progress bar ("…it/s]Killed"), bash "line N: PID Killed cmd" / "[1]+ Killed cmd", zsh "[1] PID killed
+/// cmd"; Chinese locales "已杀死".
+const KILLED_LINE: Rule = check(killed_line, Kind::Host, Source::OomKiller);
+
+// ---- GPU memory: last resorts ----
+
+/// PyTorch's `torch.OutOfMemoryError` / `torch.cuda.OutOfMemoryError` (raised by device allocators only)
+/// when the message itself is cut off.
+const TORCH_OOM_CLASS: Rule = any(
+    &["torch.outofmemoryerror", "torch.cuda.outofmemoryerror"],
+    Kind::Gpu,
+    Source::PytorchCuda,
+);
+/// TensorFlow's `ResourceExhaustedError` with its OOM line cut off (after the disk rules: a full disk raises
+/// it too).
+const TF_EXHAUSTED: Rule = any(&["resourceexhaustederror"], Kind::Gpu, Source::Tensorflow);
+/// `torch/utils/data/dataloader.py`: "DataLoader worker (pid(s) N) exited unexpectedly" without a signal
+/// named: a worker died for want of RAM or `/dev/shm` (a segmentation fault is not counted).
+const LOADER_EXITED: Rule = check(loader_exited, Kind::Host, Source::DataLoaderWorker);
+/// `cudaGetErrorString(cudaErrorMemoryAllocation)` ("out of memory") right after another binding's CUDA
+/// prefix ("CUDA Exception: out of memory", "CUDA error 2 at ggml-cuda.cu:N: out of memory").
+const CUDA_NEAR_OOM: Rule = check(cuda_near_oom, Kind::Gpu, Source::PytorchCuda);
+
+// ---- Not memory ----
+
+/// CUDA `cudaErrorAssert` ("device-side assert triggered") and the device printf before it: "…: block:
+/// [x,y,z], thread: [x,y,z] Assertion `srcIndex < srcSelectDimSize` failed."
+const DEVICE_ASSERT: Rule = any(
+    &["device-side assert triggered"],
+    Kind::NotMemory,
+    Source::DeviceAssert,
+);
+/// See [`DEVICE_ASSERT`]: the per-thread assertion lines alone.
+const DEVICE_ASSERT_LINE: Rule = check(device_assert_line, Kind::NotMemory, Source::DeviceAssert);
+/// CUDA `cudaErrorIllegalAddress`: "an illegal memory access was encountered".
+const ILLEGAL_ACCESS: Rule = any(
+    &["illegal memory access"],
+    Kind::NotMemory,
+    Source::IllegalAccess,
+);
+/// CUDA `cudaErrorMisalignedAddress` "misaligned address", `cudaErrorInvalidValue` "invalid argument" (e.g. a
+/// pinned request over cudaHostAlloc's size limit), `cudaErrorLaunchFailure` "unspecified launch failure",
+/// `cudaErrorNoDevice` "no CUDA-capable device is detected", `cudaErrorDevicesUnavailable` "CUDA-capable
+/// device(s) is/are busy or unavailable", `cudaErrorInvalidDevice` "invalid device ordinal".
+const CUDA_FAULT: Rule = any(
+    &[
+        "misaligned address",
+        "cuda error: invalid argument",
+        "unspecified launch failure",
+        "no cuda-capable device is detected",
+        "is/are busy or unavailable",
+        "invalid device ordinal",
+    ],
+    Kind::NotMemory,
+    Source::CudaError,
+);
+/// CUDA `cudaErrorNoKernelImageForDevice` "no kernel image is available for execution on the device",
+/// `cudaErrorInvalidDeviceFunction` "invalid device function".
+const NO_KERNEL: Rule = any(
+    &["no kernel image is available", "invalid device function"],
+    Kind::NotMemory,
+    Source::NoKernelImage,
+);
+/// CUDA `cudaErrorInsufficientDriver` "CUDA driver version is insufficient for CUDA runtime version",
+/// `cudaErrorUnsupportedPtxVersion` "the provided PTX was compiled with an unsupported toolchain"; PyTorch
+/// `torch/cuda/__init__.py` (`_check_driver`) / `c10/cuda/CUDAFunctions.cpp`: "The NVIDIA driver on your
+/// system is too old".
+const DRIVER: Rule = any(
+    &[
+        "driver version is insufficient",
+        "nvidia driver on your system is too old",
+        "compiled with an unsupported toolchain",
+    ],
+    Kind::NotMemory,
+    Source::DriverTooOld,
+);
+/// PyTorch `aten/src/ATen/core/op_registration/adaption.cpp` (`common_device_check_failure`): "Expected all tensors to be on the same device".
+const WRONG_DEVICE: Rule = any(
+    &["expected all tensors to be on the same device"],
+    Kind::NotMemory,
+    Source::WrongDevice,
+);
+/// PyTorch `caffe2/serialize/inline_container.cc`: "PytorchStreamReader failed reading zip archive: failed
+/// finding central directory", `torch/serialization.py`: "unexpected EOF, expected N more bytes. The file
+/// might be corrupted."; safetensors `safetensors/src/tensor.rs`: "Error while deserializing header:
+/// MetadataIncompleteBuffer" / "HeaderTooLarge" / "header too large"; Python `pickle` on a Git LFS pointer or
+/// an HTML page: "invalid load key", on an empty file: "EOFError: Ran out of input".
+const CORRUPT: Rule = any(
+    &[
+        "pytorchstreamreader failed",
+        "failed finding central directory",
+        "the file might be corrupted",
+        "error while deserializing header",
+        "metadataincompletebuffer",
+        "headertoolarge",
+        "invalid load key",
+        "eoferror: ran out of input",
+    ],
+    Kind::NotMemory,
+    Source::CorruptCheckpoint,
+);
+/// cuBLAS status codes other than an allocation failure (`cublas_api.h`): execution failed, not initialized,
+/// internal error, not supported, invalid value, arch mismatch.
+const CUBLAS_FAULT: Rule = any(
+    &[
+        "cublas_status_execution_failed",
+        "cublas_status_not_initialized",
+        "cublas_status_internal_error",
+        "cublas_status_not_supported",
+        "cublas_status_invalid_value",
+        "cublas_status_arch_mismatch",
+    ],
+    Kind::NotMemory,
+    Source::Cublas,
+);
+/// cuDNN status codes other than an allocation failure: internal error, execution failed, not supported, bad
+/// param, mapping error, not initialized, arch mismatch.
+const CUDNN_FAULT: Rule = any(
+    &[
+        "cudnn_status_internal_error",
+        "cudnn_status_execution_failed",
+        "cudnn_status_not_supported",
+        "cudnn_status_bad_param",
+        "cudnn_status_mapping_error",
+        "cudnn_status_not_initialized",
+        "cudnn_status_arch_mismatch",
+    ],
+    Kind::NotMemory,
+    Source::Cudnn,
+);
+/// MXNet `src/operator/convolution-inl.h`: "Check failed: (param_.workspace) >= (required_size) … Minimum
+/// workspace size: N Bytes Given: M Bytes" — a configured cap, not a full device.
+const MXNET_WORKSPACE: Rule =
+    any(&["minimum workspace size:"], Kind::NotMemory, Source::Cudnn).with(Hint::WorkspaceLimit);
+/// PyTorch `torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp`: "NCCL error in: …, unhandled system error",
+/// "Watchdog caught collective operation timeout"; NCCL `ncclSystemError`, `ncclInternalError`.
+const NCCL: Rule = any(
+    &[
+        "nccl error",
+        "ncclsystemerror",
+        "ncclinternalerror",
+        "watchdog caught collective operation timeout",
+        "ncclremoteerror",
+        "ncclinvalidusage",
+    ],
+    Kind::NotMemory,
+    Source::Nccl,
+);
+/// NCCL `misc/shmutils.cc`: "Error while attaching to shared memory segment … error: No such file or
+/// directory": the segment a peer created is gone (the peer died first, or `/dev/shm` was cleaned), not full.
+const NCCL_SHM_GONE: Rule =
+    check(nccl_shm_gone, Kind::NotMemory, Source::Nccl).with(Hint::Communication);
+/// A bare segmentation fault ("Segmentation fault (core dumped)", the shell's report of SIGSEGV): a crash
+/// in native code, not a memory shortage; any allocation failure printed before it wins (earlier rules).
+const SEGFAULT: Rule = any(
+    &["segmentation fault", "sigsegv"],
+    Kind::NotMemory,
+    Source::IllegalAccess,
+)
+.with(Hint::PasteMore);
+/// transformers `tokenization_utils_base.py`: "Token indices sequence length is longer than the specified
+/// maximum sequence length for this model (N > M)" — a warning; last, so any real error wins.
+const TOKENIZER: Rule = any(
+    &["token indices sequence length is longer than the specified maximum"],
+    Kind::NotMemory,
+    Source::Tokenizer,
+);
+
+/// Every rule in priority order: the first that matches decides.
+const RULES: &[Rule] = &[
+    PT_HIP,
+    PT_XPU,
+    PT_MPS,
+    PT_CUDA,
+    PT_CUDA_TAIL,
+    PT_FRACTION,
+    PIN_THREAD,
+    TF_PINNED,
+    PINNED,
+    CUDA_RT_OOM,
+    THC_OOM,
+    XPU_RT_OOM,
+    CUBLAS_ALLOC,
+    CUDNN_ALLOC,
+    CUDNN_NO_ALGO,
+    BNB_DISPATCH,
+    VLLM_KV,
+    VLLM_STARTUP,
+    SGLANG_POOL,
+    TGI_WARMUP,
+    GGML_CUDA,
+    GGML_VULKAN,
+    GGML_CPU_ALLOC,
+    GGML_HOST_BUFFER,
+    GGML_DEVICE_BUFFER,
+    METAL_CMDBUF,
+    METAL_GGML,
+    MLX_MALLOC,
+    XLA_TINY,
+    XLA_OOM,
+    XLA_TPU,
+    TF_CPU,
+    TF_OOM,
+    TORCH_SHM,
+    LOADER_SHM,
+    NCCL_CUDA_OOM,
+    NCCL_CUDA_FAILURE,
+    NCCL_SHM,
+    SHM_ENOSPC,
+    ENOSPC,
+    HF_DISK,
+    STREAM_WRITER,
+    DATASETS_DISK,
+    TF_DISK,
+    CPU_ALLOC,
+    WIN_COMMIT,
+    OLLAMA_RAM,
+    LOADER_KILLED,
+    OOM_KILLER,
+    SIGKILL,
+    SIGBUS,
+    RAY_OOM,
+    ENOMEM,
+    PY_MEMORY_ERROR,
+    JAVA_OOM,
+    KILLED_LINE,
+    TORCH_OOM_CLASS,
+    TF_EXHAUSTED,
+    LOADER_EXITED,
+    CUDA_NEAR_OOM,
+    DEVICE_ASSERT,
+    DEVICE_ASSERT_LINE,
+    ILLEGAL_ACCESS,
+    CUDA_FAULT,
+    NO_KERNEL,
+    DRIVER,
+    WRONG_DEVICE,
+    CORRUPT,
+    CUBLAS_FAULT,
+    CUDNN_FAULT,
+    MXNET_WORKSPACE,
+    NCCL_SHM_GONE,
+    NCCL,
+    SEGFAULT,
+    TOKENIZER,
+];
+
+/// The text on the same original line around byte `at`, at most `reach` bytes either side.
+fn line_around(text: &str, at: usize, reach: usize) -> &str {
+    let mut from = at.saturating_sub(reach);
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    let mut to = (at + reach).min(text.len());
+    while !text.is_char_boundary(to) {
+        to -= 1;
+    }
+    let at = at.clamp(from, to);
+    let start = text[from..at].rfind('\n').map_or(from, |i| from + i + 1);
+    let end = text[at..to].find('\n').map_or(to, |i| at + i);
+    &text[start..end]
+}
+
+/// `low[i..]` capped at `len` bytes, cut on a char boundary.
+fn window(low: &str, i: usize, len: usize) -> &str {
+    let mut end = (i + len).min(low.len());
+    while !low.is_char_boundary(end) {
+        end -= 1;
+    }
+    low.get(i..end).unwrap_or("")
+}
+
+/// `low[..i]`'s last `len` bytes, cut on a char boundary.
+fn window_before(low: &str, i: usize, len: usize) -> &str {
+    let mut from = i.saturating_sub(len);
+    while !low.is_char_boundary(from) {
+        from += 1;
+    }
+    low.get(from..i).unwrap_or("")
+}
+
+/// [`PT_CUDA_TAIL`]: "tried to allocate" followed by the allocator's capacity clause.
+fn pytorch_tail(s: &Scan) -> Option<usize> {
+    s.low
+        .match_indices("tried to allocate")
+        .map(|(i, _)| i)
+        .find(|&i| {
+            let w = window(&s.low, i, 120);
+            w.contains("total capacity")
+                || w.contains("total capacty")
+                || w.contains("already allocated")
+        })
+        .map(|i| s.orig(i))
+}
+
+/// The buffer type named in ggml's "failed to allocate <type> buffer of size" / llama.cpp's "unable to
+/// allocate <type> buffer", with its `flat` offset.
+fn ggml_buffers<'s>(s: &'s Scan) -> impl Iterator<Item = (usize, &'s str)> + 's {
+    ["failed to allocate ", "unable to allocate "]
+        .into_iter()
+        .flat_map(move |p| s.low.match_indices(p).map(move |(i, _)| (i, i + p.len())))
+        .filter_map(move |(i, after)| {
+            let rest = s.low.get(after..)?;
+            let mut words = rest.split(' ');
+            let name = words.next()?;
+            (words.next()? == "buffer" && !name.is_empty()).then_some((i, name))
+        })
+}
+
+fn is_host_buffer(name: &str) -> bool {
+    name.starts_with("cpu") || name.ends_with("_host")
+}
+
+/// [`GGML_HOST_BUFFER`].
+fn ggml_host_buffer(s: &Scan) -> Option<usize> {
+    ggml_buffers(s)
+        .filter(|(_, n)| is_host_buffer(n))
+        .map(|(i, _)| s.orig(i))
+        .next()
+}
+
+/// [`GGML_DEVICE_BUFFER`].
+fn ggml_device_buffer(s: &Scan) -> Option<usize> {
+    ggml_buffers(s)
+        .filter(|(_, n)| !is_host_buffer(n))
+        .map(|(i, _)| s.orig(i))
+        .next()
+}
+
+/// [`XLA_TINY`]: every XLA out-of-memory request in the text is under 1 KiB.
+fn xla_tiny(s: &Scan) -> Option<usize> {
+    let mut first = None;
+    for p in [
+        "out of memory while trying to allocate",
+        "out of memory allocating",
+    ] {
+        for (i, _) in s.low.match_indices(p) {
+            let gib = parse_size(s.flat.get(i + p.len()..).unwrap_or(""))?;
+            if gib * GIB >= 1024.0 {
+                return None;
+            }
+            first = Some(first.map_or(i, |f: usize| f.min(i)));
+        }
+    }
+    first.map(|i| s.orig(i))
+}
+
+/// [`TF_CPU`]: TensorFlow's OOM naming the CPU allocator.
+fn tf_cpu_oom(s: &Scan) -> Option<usize> {
+    let tensor = s
+        .low
+        .match_indices("oom when allocating tensor")
+        .find(|(i, _)| {
+            let w = window(&s.low, *i, 400);
+            let w = w.split("oom when allocating tensor").nth(1).unwrap_or(w);
+            let w = w.split("]]").next().unwrap_or(w);
+            w.contains("by allocator cpu") || w.contains("/device:cpu:")
+        });
+    let bfc = s
+        .low
+        .match_indices("ran out of memory trying to allocate")
+        .find(|(i, _)| window_before(&s.low, *i, 24).contains("(cpu)"));
+    tensor.or(bfc).map(|(i, _)| s.orig(i))
+}
+
+/// [`NCCL_CUDA_OOM`] / [`NCCL_CUDA_FAILURE`]: NCCL's "Cuda failure '<error string>'".
+fn nccl_cuda_failures<'s>(s: &'s Scan) -> impl Iterator<Item = (usize, bool)> + 's {
+    s.low.match_indices("nccl warn cuda failure").map(|(i, _)| {
+        let w = window(&s.low, i, 80);
+        (i, w.contains("out of memory"))
+    })
+}
+
+fn nccl_cuda_failure_oom(s: &Scan) -> Option<usize> {
+    nccl_cuda_failures(s)
+        .find(|(_, oom)| *oom)
+        .map(|(i, _)| s.orig(i))
+}
+
+fn nccl_cuda_failure_other(s: &Scan) -> Option<usize> {
+    nccl_cuda_failures(s)
+        .find(|(_, oom)| !*oom)
+        .map(|(i, _)| s.orig(i))
+}
+
+/// [`SHM_ENOSPC`]: ENOSPC on a line that names shared memory.
+fn enospc_on_shm(s: &Scan) -> Option<usize> {
+    ["no space left on device", "os error 28", "errno 28"]
+        .iter()
+        .flat_map(|p| s.low.match_indices(p).map(|(i, _)| i))
+        .map(|i| s.orig(i))
+        .filter(|&at| {
+            let line = ascii_lower(line_around(s.text, at, 400));
+            line.contains("shm") || line.contains("shared memory")
+        })
+        .min()
+}
+
+/// [`TF_DISK`]: "resource exhausted: " followed by a file path.
+fn tf_exhausted_path(s: &Scan) -> Option<usize> {
+    s.low
+        .match_indices("resource exhausted: ")
+        .find(|(i, p)| {
+            let rest = s.low.as_bytes().get(i + p.len()..).unwrap_or(&[]);
+            match rest {
+                [b'/', ..] => true,
+                [d, b':', b'\\' | b'/', ..] => d.is_ascii_alphabetic(),
+                _ => false,
+            }
+        })
+        .map(|(i, _)| s.orig(i))
+}
+
+/// [`PIN_THREAD`]: the pin-memory thread's error, when what it wraps is an out-of-memory.
+fn pin_thread_oom(s: &Scan) -> Option<usize> {
+    let at = s.find("in pin memory thread")?;
+    s.has("out of memory").then(|| s.orig(at))
+}
+
+/// [`STREAM_WRITER`]: torch.save's zip writer failing to write.
+fn stream_writer(s: &Scan) -> Option<usize> {
+    s.find("pytorchstreamwriter failed writing file")
+        .or_else(|| {
+            s.low
+                .match_indices("unexpected pos ")
+                .map(|(i, _)| i)
+                .find(|&i| window_before(&s.low, i, 80).contains("inline_container"))
+        })
+        .map(|i| s.orig(i))
+}
+
+/// [`LOADER_EXITED`]: a DataLoader worker that died without a named signal (a segfault is not memory).
+fn loader_exited(s: &Scan) -> Option<usize> {
+    if s.has("segmentation fault") || s.has("sigsegv") {
+        return None;
+    }
+    s.low
+        .match_indices(") exited unexpectedly")
+        .map(|(i, _)| i)
+        .find(|&i| window_before(&s.low, i, 60).contains("dataloader worker (pid"))
+        .map(|i| s.orig(i))
+}
+
+/// [`PY_MEMORY_ERROR`]: NumPy's `_ArrayMemoryError` or `MemoryError` as a word.
+fn memory_error(s: &Scan) -> Option<usize> {
+    let bytes = s.low.as_bytes();
+    s.low
+        .match_indices("memoryerror")
+        .map(|(i, _)| i)
+        .find(|&i| {
+            s.low[..i].ends_with("_array") || i == 0 || !bytes[i - 1].is_ascii_alphanumeric()
+        })
+        .map(|i| s.orig(i))
+}
+
+/// [`KILLED_LINE`]: a shell's "Killed" job report.
+fn killed_line(s: &Scan) -> Option<usize> {
+    let mut start = 0;
+    for line in s.text.split('\n') {
+        let here = start;
+        start += line.len() + 1;
+        let t = line.trim();
+        if t == "已杀死" {
+            return Some(here);
+        }
+        let low = ascii_lower(t);
+        let low = low.trim_end_matches('.');
+        if low == "killed" {
+            return Some(here);
+        }
+        // Right after a progress bar or a prompt: "…it/s]Killed", "… 0% 。。。 Killed".
+        if let Some(head) = low.strip_suffix("killed") {
+            if head.ends_with([']', '|', '%', ')']) {
+                return Some(here);
+            }
+        }
+        // bash "line 28:  7 Killed  cmd", "[1]+  Killed  cmd"; zsh "[1]  26478 killed  cmd".
+        let words: Vec<&str> = low.split_whitespace().collect();
+        let job = |w: &str| {
+            !w.is_empty()
+                && w.trim_start_matches('[')
+                    .trim_end_matches(['+', '-'])
+                    .trim_end_matches(']')
+                    .bytes()
+                    .all(|b| b.is_ascii_digit())
+        };
+        if words
+            .windows(3)
+            .any(|w| w[1] == "killed" && job(w[0]) && w[0].bytes().any(|b| b.is_ascii_digit()))
+        {
+            return Some(here);
+        }
+    }
+    None
+}
+
+/// [`CUDA_NEAR_OOM`]: "out of memory" with a CUDA/HIP prefix shortly before it.
+fn cuda_near_oom(s: &Scan) -> Option<usize> {
+    s.low
+        .match_indices("out of memory")
+        .map(|(i, _)| i)
+        .filter(|&i| !s.conditional(i))
+        .find(|&i| {
+            let w = window_before(&s.low, i, 60);
+            (w.contains("cuda") || w.contains("hip") || w.contains("rocm")) && !w.contains("host")
+        })
+        .map(|i| s.orig(i))
+}
+
+/// [`DEVICE_ASSERT_LINE`]: CUDA's device printf "block: [...], thread: [...] Assertion `…` failed".
+fn device_assert_line(s: &Scan) -> Option<usize> {
+    s.low
+        .match_indices("assertion `")
+        .map(|(i, _)| i)
+        .find(|&i| window_before(&s.low, i, 60).contains("thread: ["))
+        .map(|i| s.orig(i))
+}
+
 /// Parses a size such as "20.00 MiB", "1.2 GB", "0 bytes", "7406166528 bytes", "144817.04 MiB", "4GB" into
 /// GiB. Decimal units (GB, MB) are 10^9/10^6 bytes, binary (GiB, MiB) 2^30/2^20 (PyTorch prints binary).
 fn parse_size(s: &str) -> Option<f64> {
-    let s = s.trim_start();
-    let num_len = s
-        .char_indices()
-        .take_while(|(_, c)| c.is_ascii_digit() || *c == '.' || *c == ',')
-        .map(|(i, c)| i + c.len_utf8())
-        .last()?;
-    let number: f64 = s[..num_len].replace(',', "").parse().ok()?;
-    let unit: String = s[num_len..]
+    parse_size_as(s, false)
+}
+
+/// [`parse_size`]; with `binary_decimal`, "KB", "MB", "GB" mean 2^10, 2^20, 2^30 (PyTorch's MPS allocator
+/// divides by 1024 but prints the decimal names).
+fn parse_size_as(s: &str, binary_decimal: bool) -> Option<f64> {
+    let (number, rest) = parse_number(s)?;
+    let unit: String = rest
         .trim_start()
         .chars()
         .take_while(|c| c.is_ascii_alphabetic())
@@ -246,15 +1300,16 @@ fn parse_size(s: &str) -> Option<f64> {
         .to_ascii_lowercase();
     let bytes = match unit.as_str() {
         "b" | "bytes" | "byte" => 1.0,
-        "kib" => 1024.0,
+        "kib" | "k" => 1024.0,
+        "kb" if binary_decimal => 1024.0,
         "kb" => 1e3,
-        "mib" => 1_048_576.0,
+        "mib" | "m" => 1_048_576.0,
+        "mb" if binary_decimal => 1_048_576.0,
         "mb" => 1e6,
-        "m" => 1_048_576.0,
-        "gib" => GIB,
+        "gib" | "g" => GIB,
+        "gb" if binary_decimal => GIB,
         "gb" => 1e9,
-        "g" => GIB,
-        "tib" => GIB * 1024.0,
+        "tib" | "t" => GIB * 1024.0,
         "tb" => 1e12,
         _ => return None,
     };
@@ -262,10 +1317,45 @@ fn parse_size(s: &str) -> Option<f64> {
     gib.is_finite().then_some(gib)
 }
 
+/// A leading number ("1,024.5", "1900,00" is read as 190000 — callers only need the usual forms) and the rest.
+fn parse_number(s: &str) -> Option<(f64, &str)> {
+    let s = s.trim_start();
+    let num_len = s
+        .char_indices()
+        .take_while(|(_, c)| c.is_ascii_digit() || *c == '.' || *c == ',')
+        .map(|(i, c)| i + c.len_utf8())
+        .last()?;
+    let number: f64 = s[..num_len].replace(',', "").parse().ok()?;
+    Some((number, &s[num_len..]))
+}
+
+/// A size with a unit, or a bare count of bytes ("of size: 34359738368", "buffer of size 8891928576").
+fn parse_size_or_bytes(s: &str) -> Option<f64> {
+    parse_size(s).or_else(|| {
+        let (n, rest) = parse_number(s)?;
+        let next = rest.chars().next();
+        next.is_none_or(|c| !c.is_ascii_alphabetic())
+            .then_some(n / GIB)
+    })
+}
+
 /// The size that follows the first occurrence of `phrase` (case-insensitive), if one does.
 fn size_after(text: &str, lower: &str, phrase: &str) -> Option<f64> {
     let at = lower.find(phrase)? + phrase.len();
     parse_size(&text[at..])
+}
+
+/// [`size_after`], allowing a bare count of bytes.
+fn bytes_after(text: &str, lower: &str, phrase: &str) -> Option<f64> {
+    let at = lower.find(phrase)? + phrase.len();
+    parse_size_or_bytes(&text[at..])
+}
+
+/// The size after "phrase :" (aligned tables: "Requested : 4.83 GiB").
+fn size_after_colon(text: &str, lower: &str, phrase: &str) -> Option<f64> {
+    let at = lower.find(phrase)? + phrase.len();
+    let rest = text[at..].trim_start().strip_prefix(':')?;
+    parse_size(rest)
 }
 
 /// The size that ends right before the first occurrence of `phrase` ("15.78 GiB total capacity").
@@ -299,27 +1389,122 @@ fn size_before(text: &str, lower: &str, phrase: &str) -> Option<f64> {
     parse_size(tail)
 }
 
+/// vLLM v1's "max seq len (N), (X GiB KV cache is needed": the size after the length's parenthesis.
+fn vllm_kv_needed(text: &str, lower: &str) -> Option<f64> {
+    let at = lower.find("max seq len (")?;
+    let close = at + lower[at..].find(')')? + 1;
+    let rest = text[close..].trim_start().strip_prefix(',')?.trim_start();
+    parse_size(rest.strip_prefix('(').unwrap_or(rest))
+}
+
+/// vLLM's "Free memory on device cuda:1 (19.77/22.05 GiB)": (free, total).
+fn vllm_free_total(text: &str, lower: &str) -> Option<(f64, f64)> {
+    let at = lower.find("free memory on device")?;
+    let open = at + lower[at..].find('(')? + 1;
+    let (free, rest) = parse_number(&text[open..])?;
+    let after = rest.strip_prefix('/')?;
+    let (total_number, _) = parse_number(after)?;
+    let total = parse_size(after)?;
+    (total_number > 0.0).then(|| (free * total / total_number, total))
+}
+
+/// XLA:TPU's "Used X of Y hbm": Y.
+fn xla_space_total(text: &str, lower: &str) -> Option<f64> {
+    let at = lower.find("ran out of memory in memory space")?;
+    let used = at + lower[at..].find(" used ")? + " used ".len();
+    let (_, rest) = parse_number(&text[used..])?;
+    let of = rest.find(" of ")? + " of ".len();
+    parse_size(&rest[of..])
+}
+
+/// ggml-metal's last "(allocated / recommended max working set)" pair, MiB: (allocated, limit).
+fn metal_working_set(text: &str, lower: &str) -> Option<(f64, f64)> {
+    if !lower.contains("recommended max working set size") {
+        return None;
+    }
+    lower.rmatch_indices(", (").take(64).find_map(|(i, p)| {
+        let (a, rest) = parse_number(&text[i + p.len()..])?;
+        let (b, rest) = parse_number(rest.trim_start().strip_prefix('/')?)?;
+        rest.trim_start()
+            .starts_with(')')
+            .then_some((a / 1024.0, b / 1024.0))
+    })
+}
+
+/// NCCL's shared-memory attach failing with ENOENT (see [`NCCL_SHM_GONE`]).
+fn nccl_shm_gone(s: &Scan) -> Option<usize> {
+    let at = s.find("error while attaching to shared memory segment")?;
+    let line = s.text[s.orig(at)..].lines().next()?;
+    ascii_lower(line)
+        .contains("no such file or directory")
+        .then_some(at)
+}
+
+/// "Free memory on device (110.37/121.69 GiB) on startup." (vLLM v1 `gpu_worker.py`): free and total, in
+/// the unit after the second number.
+fn free_over_total(text: &str, lower: &str) -> Option<(f64, f64)> {
+    let at = lower.find("free memory on device (")? + "free memory on device (".len();
+    let (free, rest) = parse_number(&text[at..])?;
+    let rest = rest.trim_start().strip_prefix('/')?;
+    let (total_n, _) = parse_number(rest)?;
+    let total = parse_size(rest)?;
+    (total_n > 0.0).then(|| (free * total / total_n, total))
+}
+
+/// ggml-metal's "size N is larger than buffer maximum of M" (bytes): the size asked for.
+fn metal_buffer_size(lower: &str) -> Option<f64> {
+    let end = lower.find(" is larger than buffer maximum of")?;
+    let n: f64 = lower[..end].split_whitespace().last()?.parse().ok()?;
+    Some(n / 1073741824.0)
+}
+
 /// Extracts every figure the PyTorch allocator messages state (both formats) and the other runtimes'.
 fn numbers(text: &str, lower: &str, source: Source) -> Numbers {
     let mut n = Numbers {
         tried_gib: size_after(text, lower, "tried to allocate")
+            .or_else(|| size_after(text, lower, "ran out of memory trying to allocate"))
+            .or_else(|| bytes_after(text, lower, "pinned host memory of size:"))
             .or_else(|| size_after(text, lower, "out of memory while trying to allocate"))
             .or_else(|| size_after(text, lower, "failed to allocate request for"))
             .or_else(|| size_after(text, lower, "out of memory allocating"))
-            .or_else(|| size_after(text, lower, "_alloc_buffer: allocating")),
+            .or_else(|| size_after(text, lower, "_alloc_buffer: allocating"))
+            .or_else(|| size_after(text, lower, "failed to alloc "))
+            .or_else(|| bytes_after(text, lower, "buffer of size "))
+            .or_else(|| size_after(text, lower, "[metal::malloc] attempting to allocate"))
+            .or_else(|| size_after(text, lower, "unable to mmap"))
+            .or_else(|| size_after(text, lower, "unable to allocate"))
+            .or_else(|| size_after_colon(text, lower, "requested"))
+            .or_else(|| size_after(text, lower, "model requires more system memory ("))
+            .or_else(|| bytes_after(text, lower, "attempting to allocate "))
+            .or_else(|| metal_buffer_size(lower)),
         // ≥ 2.1: "GPU 0 has a total capacity of 23.65 GiB of which 1.66 GiB is free." (older builds: "capacty").
         total_gib: size_after(text, lower, "total capacity of")
             .or_else(|| size_after(text, lower, "total capacty of"))
-            .or_else(|| size_before(text, lower, "total capacity")),
+            .or_else(|| size_before(text, lower, "total capacity"))
+            .or_else(|| size_after_colon(text, lower, "device limit"))
+            .or_else(|| xla_space_total(text, lower))
+            .or_else(|| size_after(text, lower, "total_gpu_memory ("))
+            // vLLM 0.6: "Memory profiling results: total_gpu_memory=23.58GiB …".
+            .or_else(|| size_after(text, lower, "total_gpu_memory="))
+            .or_else(|| free_over_total(text, lower).map(|(_, t)| t)),
         free_gib: size_after(text, lower, "of which")
-            .or_else(|| size_before(text, lower, " free;")),
+            .or_else(|| size_before(text, lower, " free;"))
+            .or_else(|| size_after_colon(text, lower, "free (according to cuda)"))
+            .or_else(|| size_after(text, lower, "available kv cache memory ("))
+            .or_else(|| size_after(text, lower, "than is available ("))
+            .or_else(|| free_over_total(text, lower).map(|(f, _)| f)),
         allocated_gib: size_after(text, lower, "of the allocated memory")
             .or_else(|| size_before(text, lower, "already allocated"))
-            .or_else(|| size_after(text, lower, "mps allocated:")),
+            .or_else(|| size_after(text, lower, "mps allocated:"))
+            .or_else(|| size_after_colon(text, lower, "currently allocated")),
         reserved_gib: size_before(text, lower, "reserved in total by pytorch"),
-        reserved_unallocated_gib: lower
-            .find("is allocated by pytorch, and")
-            .and_then(|i| parse_size(&text[i + "is allocated by pytorch, and".len()..])),
+        // "…, and X is reserved by PyTorch but unallocated" (vLLM builds add ", with Y allocated in private
+        // pools (e.g., CUDA Graphs)" before it).
+        reserved_unallocated_gib: size_before(
+            text,
+            lower,
+            "is reserved by pytorch but unallocated",
+        ),
         process_in_use_gib: size_after(text, lower, "this process has").or_else(|| {
             lower.find("process ").and_then(|i| {
                 let rest = &lower[i..];
@@ -329,23 +1514,56 @@ fn numbers(text: &str, lower: &str, source: Source) -> Numbers {
             })
         }),
     };
-    if source == Source::PytorchMps {
-        n.total_gib = size_after(text, lower, "max allowed:");
-        n.process_in_use_gib = size_after(text, lower, "other allocations:");
-    }
-    if source == Source::CpuAllocator && n.tried_gib.is_none() {
-        n.tried_gib = size_after(text, lower, "you tried to allocate");
+    match source {
+        Source::PytorchMps => {
+            let mps = |p: &str| {
+                let at = lower.find(p)? + p.len();
+                parse_size_as(&text[at..], true)
+            };
+            n.tried_gib = mps("tried to allocate");
+            n.allocated_gib = mps("mps allocated:");
+            n.total_gib = mps("max allowed:");
+            n.process_in_use_gib = mps("other allocations:");
+        }
+        Source::CpuAllocator if n.tried_gib.is_none() => {
+            n.tried_gib = size_after(text, lower, "you tried to allocate");
+        }
+        Source::Vllm => {
+            if let Some(t) = vllm_kv_needed(text, lower) {
+                n.tried_gib = Some(t);
+            }
+            if let Some((free, total)) = vllm_free_total(text, lower) {
+                n.free_gib = Some(free);
+                n.total_gib = Some(total);
+            }
+        }
+        Source::Metal | Source::LlamaCpp => {
+            if let Some((allocated, limit)) = metal_working_set(text, lower) {
+                n.allocated_gib = Some(allocated);
+                n.total_gib = Some(limit);
+            }
+        }
+        _ => {}
     }
     n
 }
 
 /// The line containing byte offset `at`, trimmed and capped.
 fn line_at(text: &str, at: usize) -> String {
-    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-    let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
-    let line = text[start..end].trim();
-    line.chars().take(300).collect()
+    let at = at.min(text.len());
+    let line = line_around(text, at, 2000);
+    line.trim().chars().take(300).collect()
 }
+
+/// Words that say the process was loading weights when it died.
+const LOADING: &[&str] = &[
+    "loading checkpoint shards",
+    "loading weights",
+    "load_state_dict",
+    "from_pretrained",
+    "loading model",
+    "model_loader",
+];
 
 /// Diagnoses a pasted log. `gpu_usable_gib` is the GPU chosen on the page, if any, to compare capacities.
 pub fn diagnose(text: &str, gpu_usable_gib: Option<f64>) -> Diagnosis {
@@ -359,31 +1577,22 @@ pub fn diagnose(text: &str, gpu_usable_gib: Option<f64>) -> Diagnosis {
     } else {
         text
     };
-    let lower = ascii_lower(text);
-    let hit = SIGNATURES
+    let scan = Scan::new(text);
+    let hit = RULES
         .iter()
-        .find_map(|(sig, kind, source)| lower.find(sig).map(|at| (at, *kind, *source)));
-    let plain_killed = lower
-        .lines()
-        .any(|l| l.trim() == "killed" || l.trim() == "已杀死");
-    let (at, kind, source) = match hit {
-        Some(h) => h,
-        None if plain_killed => (
-            lower.find("killed").unwrap_or(0),
-            Kind::Host,
-            Source::OomKiller,
-        ),
-        None => {
-            return Diagnosis {
-                kind: Kind::Unrecognised,
-                source: Source::Unknown,
-                numbers: Numbers::default(),
-                hints: vec![Hint::PasteMore],
-                evidence: String::new(),
-            }
-        }
+        .find_map(|rule| rule.find(&scan).map(|at| (at, rule)));
+    let Some((at, rule)) = hit else {
+        return Diagnosis {
+            kind: Kind::Unrecognised,
+            source: Source::Unknown,
+            // Figures stated outside an error (a vLLM profiling summary) are still worth showing.
+            numbers: numbers(&scan.flat, &scan.low, Source::Unknown),
+            hints: vec![Hint::PasteMore],
+            evidence: String::new(),
+        };
     };
-    let numbers = numbers(text, &lower, source);
+    let (kind, source) = (rule.kind, rule.source);
+    let numbers = numbers(&scan.flat, &scan.low, source);
     let mut hints = Vec::new();
     match kind {
         Kind::Gpu => {
@@ -425,21 +1634,45 @@ pub fn diagnose(text: &str, gpu_usable_gib: Option<f64>) -> Diagnosis {
             }
             hints.push(match source {
                 Source::Vllm => Hint::VllmKvCache,
+                Source::Sglang => Hint::SglangMemFraction,
+                Source::Tgi => Hint::TgiPrefill,
                 Source::LlamaCpp => Hint::LlamaCppLayers,
                 Source::PytorchMps => Hint::MpsWatermark,
+                Source::Metal | Source::Mlx => Hint::MetalMemory,
+                Source::Xla => Hint::XlaMemory,
                 _ => Hint::ReduceMemory,
             });
         }
-        Kind::Host => hints.push(Hint::HostMemory),
+        Kind::Host => {
+            match source {
+                Source::SharedMemory => hints.push(Hint::SharedMemory),
+                Source::DataLoaderWorker if scan.has("exited unexpectedly") => {
+                    hints.push(Hint::SharedMemory)
+                }
+                Source::Ollama => hints.push(Hint::OllamaMemory),
+                Source::OomKiller | Source::Ray | Source::CpuAllocator
+                    if LOADING.iter().any(|w| scan.has(w)) =>
+                {
+                    hints.push(Hint::LoadingRam)
+                }
+                _ => {}
+            }
+            if source != Source::SharedMemory {
+                hints.push(Hint::HostMemory);
+            }
+        }
         Kind::Disk => hints.push(Hint::DiskSpace),
-        Kind::NotMemory => hints.push(match source {
+        Kind::NotMemory => hints.push(rule.hint.unwrap_or(match source {
             Source::DeviceAssert => Hint::IndexOutOfRange,
             Source::IllegalAccess => Hint::KernelFault,
+            Source::CudaError | Source::Cublas | Source::Cudnn => Hint::CudaFault,
+            Source::DriverTooOld => Hint::UpdateDriver,
             Source::Nccl => Hint::Communication,
             Source::WrongDevice => Hint::DeviceMismatch,
             Source::NoKernelImage => Hint::WrongBuild,
+            Source::Tokenizer => Hint::TokenLength,
             _ => Hint::Redownload,
-        }),
+        })),
         Kind::Unrecognised => hints.push(Hint::PasteMore),
     }
     hints.dedup();
@@ -456,10 +1689,488 @@ pub fn diagnose(text: &str, gpu_usable_gib: Option<f64>) -> Diagnosis {
 mod tests {
     use super::*;
 
+    #[test]
+    fn metal_mlx_systemd_nccl_and_segfault_formats() {
+        // ggml-metal: "buffer '%s' size %zu is larger than buffer maximum of %zu".
+        let d = diagnose("ggml_metal_add_buffer: buffer 'data' size 21474836480 is larger than buffer maximum of 17179869184", None);
+        assert_eq!(d.kind, Kind::Gpu);
+        near(d.numbers.tried_gib, 20.0);
+        // MLX rethrown without its "[metal::malloc]" prefix.
+        let d = diagnose("std::runtime_error: Attempting to allocate 10737418240 bytes which is greater than the maximum allowed buffer size of 8589934592 bytes.", None);
+        assert_eq!(d.kind, Kind::Gpu);
+        near(d.numbers.tried_gib, 10.0);
+        // systemd unit result.
+        assert_eq!(
+            diagnose("trainer.service: Failed with result 'oom-kill'.", None).kind,
+            Kind::Host
+        );
+        // NCCL shm attach ENOENT is not a full /dev/shm.
+        let d = diagnose("misc/shmutils.cc:129 NCCL WARN Error while attaching to shared memory segment /dev/shm/nccl-abc (size 1024), error: No such file or directory (2)", None);
+        assert_eq!(d.kind, Kind::NotMemory);
+        assert_eq!(
+            diagnose("Segmentation fault (core dumped)", None).kind,
+            Kind::NotMemory
+        );
+        // An allocation failure before the crash still wins.
+        let d = diagnose("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 9000.00 MiB on device 0: cudaMalloc failed: out of memory\nSegmentation fault (core dumped)", None);
+        assert_eq!(d.kind, Kind::Gpu);
+    }
+
+    #[test]
+    fn vllm_startup_figures() {
+        let d = diagnose(
+            "Memory profiling results: total_gpu_memory=23.58GiB initial_memory_usage=15.34GiB",
+            None,
+        );
+        near(d.numbers.total_gib, 23.58);
+        let d = diagnose("ValueError: Free memory on device (10.5/40.0 GiB) on startup is less than desired GPU memory utilization (0.9, 36.0 GiB).", None);
+        near(d.numbers.free_gib, 10.5);
+        near(d.numbers.total_gib, 40.0);
+    }
+
     #[track_caller]
     fn near(got: Option<f64>, want: f64) {
         let g = got.unwrap_or_else(|| panic!("missing, wanted {want}"));
         assert!((g - want).abs() < 1e-3, "got {g}, wanted {want}");
+    }
+
+    #[track_caller]
+    fn is(text: &str, kind: Kind, source: Source) -> Diagnosis {
+        let d = diagnose(text, None);
+        assert_eq!((d.kind, d.source), (kind, source), "{text}");
+        d
+    }
+
+    #[test]
+    fn pytorch_allocator_messages() {
+        // CUDACachingAllocator.cpp with the leading "CUDA out of memory." cut off (old and new forms).
+        let d = is(
+            "Tried to allocate 64.00 MiB (GPU 1; 10.00 GiB total capacity; 9.10 GiB already allocated; 12.00 MiB free; 9.30 GiB reserved in total by PyTorch)",
+            Kind::Gpu,
+            Source::PytorchCuda,
+        );
+        near(d.numbers.total_gib, 10.0);
+        is(
+            "Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 7.00 GiB of which 1.00 GiB is free.",
+            Kind::Gpu,
+            Source::PytorchCuda,
+        );
+        // "…, with X allocated in private pools (e.g., CUDA Graphs), and Y is reserved by PyTorch but unallocated."
+        let d = is(
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 40.00 GiB of which 500.00 MiB is free. Of the allocated memory 30.00 GiB is allocated by PyTorch, with 64.00 MiB allocated in private pools (e.g., CUDA Graphs), and 2.00 GiB is reserved by PyTorch but unallocated.",
+            Kind::Gpu,
+            Source::PytorchCuda,
+        );
+        near(d.numbers.reserved_unallocated_gib, 2.0);
+        // CUDAMallocAsyncAllocator.cpp / memory fraction, lines aligned with spaces.
+        let d = is(
+            "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of memory)\nCurrently allocated     : 5.00 GiB\nRequested               : 1.50 GiB\nDevice limit            : 6.00 GiB\nFree (according to CUDA): 20.00 MiB",
+            Kind::Gpu,
+            Source::PytorchCuda,
+        );
+        near(d.numbers.tried_gib, 1.5);
+        near(d.numbers.allocated_gib, 5.0);
+        near(d.numbers.total_gib, 6.0);
+        near(d.numbers.free_gib, 20.0 / 1024.0);
+        is(
+            "torch.OutOfMemoryError: Allocation on device",
+            Kind::Gpu,
+            Source::PytorchCuda,
+        );
+        // MPSAllocator.h format_size divides by 1024 but prints "MB"/"GB".
+        let d = is(
+            "MPS backend out of memory (MPS allocated: 3.00 GB, other allocations: 512.00 MB, max allowed: 4.00 GB). Tried to allocate 256.00 MB on private pool.",
+            Kind::Gpu,
+            Source::PytorchMps,
+        );
+        near(d.numbers.tried_gib, 0.25);
+        near(d.numbers.allocated_gib, 3.0);
+        near(d.numbers.total_gib, 4.0);
+        // A message wrapped by an e-mail client still parses.
+        let d = is(
+            "RuntimeError: CUDA out of memory. Tried to allocate 1.00 GiB (GPU 0;\n8.00 GiB total capacity; 6.00 GiB already allocated; 100.00 MiB free;\n6.50 GiB reserved in total by PyTorch)",
+            Kind::Gpu,
+            Source::PytorchCuda,
+        );
+        near(d.numbers.total_gib, 8.0);
+        near(d.numbers.reserved_gib, 6.5);
+    }
+
+    #[test]
+    fn cuda_runtime_and_library_allocation_failures() {
+        is(
+            "RuntimeError: cuda runtime error (2) : out of memory at /x/THCStorage.cu:66",
+            Kind::Gpu,
+            Source::PytorchCuda,
+        );
+        is(
+            "THCudaCheck FAIL file=/x/THCCachingAllocator.cpp line=1 error=2 : out of memory",
+            Kind::Gpu,
+            Source::PytorchCuda,
+        );
+        is(
+            "CUDA error 2 at /src/ggml-cuda.cu:100: out of memory",
+            Kind::Gpu,
+            Source::PytorchCuda,
+        );
+        is(
+            "State.hs:1 (unhandled): CUDA Exception:\nout of memory",
+            Kind::Gpu,
+            Source::PytorchCuda,
+        );
+        is(
+            "cuDNN failure 2: CUDNN_STATUS_ALLOC_FAILED ; GPU=0",
+            Kind::Gpu,
+            Source::Cudnn,
+        );
+        is(
+            "Error in CuDNN: CUDNN_STATUS_NOT_ENOUGH_WORKSPACE",
+            Kind::Gpu,
+            Source::Cudnn,
+        );
+        is(
+            "RuntimeError: Unable to find a valid cuDNN algorithm to run convolution",
+            Kind::Gpu,
+            Source::Cudnn,
+        );
+        is(
+            "RuntimeError: UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY",
+            Kind::Gpu,
+            Source::PytorchXpu,
+        );
+    }
+
+    #[test]
+    fn serving_engine_messages() {
+        // vLLM v1 kv_cache_utils.py, with a terminal line break inside a word.
+        let d = is(
+            "ValueError: To serve at least one request with the models's max seq len (32768), (8.00 GiB KV cach\ne is needed, which is larger than the available KV cache memory (3.50 GiB). Try increasing `gpu_memory_utilization`",
+            Kind::Gpu,
+            Source::Vllm,
+        );
+        near(d.numbers.tried_gib, 8.0);
+        near(d.numbers.free_gib, 3.5);
+        assert!(d.hints.contains(&Hint::VllmKvCache));
+        // vLLM v1 gpu_worker.py.
+        let d = is(
+            "ValueError: Free memory on device cuda:0 (10.00/24.00 GiB) on startup is less than desired GPU memory utilization (0.9, 21.60 GiB).",
+            Kind::Gpu,
+            Source::Vllm,
+        );
+        near(d.numbers.free_gib, 10.0);
+        near(d.numbers.total_gib, 24.0);
+        let d = is(
+            "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+            Kind::Gpu,
+            Source::Sglang,
+        );
+        assert!(d.hints.contains(&Hint::SglangMemFraction));
+        let d = is(
+            "RuntimeError: Not enough memory to handle 8192 prefill tokens. You need to decrease `--max-batch-prefill-tokens`",
+            Kind::Gpu,
+            Source::Tgi,
+        );
+        assert!(d.hints.contains(&Hint::TgiPrefill));
+        let d = is(
+            "Error: model requires more system memory (12.5 GiB) than is available (8.0 GiB)",
+            Kind::Host,
+            Source::Ollama,
+        );
+        near(d.numbers.tried_gib, 12.5);
+        near(d.numbers.free_gib, 8.0);
+        assert!(d.hints.contains(&Hint::OllamaMemory));
+        is(
+            "Error: llama runner process has terminated: signal: killed",
+            Kind::Host,
+            Source::OomKiller,
+        );
+    }
+
+    #[test]
+    fn ggml_metal_and_mlx_messages() {
+        let d = is(
+            "ggml_gallocr_reserve_n: failed to allocate Vulkan0 buffer of size 2147483648",
+            Kind::Gpu,
+            Source::LlamaCpp,
+        );
+        near(d.numbers.tried_gib, 2.0);
+        is(
+            "ggml_gallocr_reserve_n: failed to allocate CPU buffer of size 1073741824",
+            Kind::Host,
+            Source::LlamaCpp,
+        );
+        is(
+            "llama_model_load: error loading model: unable to allocate ROCm0 buffer",
+            Kind::Gpu,
+            Source::LlamaCpp,
+        );
+        is(
+            "llama_model_load: error loading model: unable to allocate CUDA_Host buffer",
+            Kind::Host,
+            Source::LlamaCpp,
+        );
+        is("ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 4294967296", Kind::Host, Source::LlamaCpp);
+        is(
+            "ggml_vulkan: Device memory allocation of size 1073741824 failed.",
+            Kind::Gpu,
+            Source::LlamaCpp,
+        );
+        let d = is(
+            "ggml_metal_add_buffer: allocated 'data' buffer, size = 2048.00 MiB, ( 6144.00 / 5461.34)ggml_metal_add_buffer: warning: current allocated size is greater than the recommended max working set size\nggml_metal_get_buffer: error: buffer is nil",
+            Kind::Gpu,
+            Source::Metal,
+        );
+        near(d.numbers.allocated_gib, 6.0);
+        near(d.numbers.total_gib, 5461.34 / 1024.0);
+        let d = is(
+            "[METAL] Command buffer execution failed: Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)",
+            Kind::Gpu,
+            Source::Metal,
+        );
+        assert!(d.hints.contains(&Hint::MetalMemory));
+        let d = is(
+            "RuntimeError: [metal::malloc] Attempting to allocate 34359738368 bytes which is greater than the maximum allowed buffer size of 28991029248 bytes.",
+            Kind::Gpu,
+            Source::Mlx,
+        );
+        near(d.numbers.tried_gib, 32.0);
+    }
+
+    #[test]
+    fn xla_tpu_and_tensorflow_messages() {
+        let d = is(
+            "XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2147483648 bytes.",
+            Kind::Gpu,
+            Source::Xla,
+        );
+        near(d.numbers.tried_gib, 2.0);
+        assert!(d.hints.contains(&Hint::XlaMemory));
+        let d = is(
+            "RuntimeError: Resource exhausted: Out of memory while trying to allocate 8 bytes.",
+            Kind::NotMemory,
+            Source::Xla,
+        );
+        assert_eq!(d.hints, vec![Hint::BrokenAllocator]);
+        let d = is(
+            "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used 20.00G of 15.48G hbm. Exceeded hbm capacity by 4.52G.",
+            Kind::Gpu,
+            Source::Xla,
+        );
+        near(d.numbers.total_gib, 15.48);
+        is("Resource exhausted: Failed to allocate request for 1.00GiB (1073741824B) on device ordinal 0", Kind::Gpu, Source::Xla);
+        let d = is(
+            "W bfc_allocator.cc:1] Allocator (GPU_0_bfc) ran out of memory trying to allocate 3.00GiB with freed_by_count=0.",
+            Kind::Gpu,
+            Source::Tensorflow,
+        );
+        near(d.numbers.tried_gib, 3.0);
+        is("E cuda_driver.cc:1] failed to allocate 1.00G (1073741824 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory", Kind::Gpu, Source::Tensorflow);
+        is(
+            "ResourceExhaustedError: OOM when allocating tensor with shape[1024,1024] and type float on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu",
+            Kind::Host,
+            Source::Tensorflow,
+        );
+        let d = is(
+            "W device_host_allocator.h:1] could not allocate pinned host memory of size: 2147483648",
+            Kind::Host,
+            Source::PinnedMemory,
+        );
+        near(d.numbers.tried_gib, 2.0);
+        is("E cuda_driver.cc:1] failed to alloc 1073741824 bytes on host: CUDA_ERROR_OUT_OF_MEMORY: out of memory", Kind::Host, Source::PinnedMemory);
+        is("Error writing (tmp) checkpoint file: /ckpt/model.tempstate1: Resource exhausted: /ckpt/model.tempstate1", Kind::Disk, Source::DiskFull);
+    }
+
+    #[test]
+    fn shared_memory_is_host_memory_not_disk() {
+        for text in [
+            "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
+            "RuntimeError: DataLoader worker (pid 42) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory limit.",
+            "RuntimeError: unable to write to file </torch_1_2_3>: No space left on device (28)",
+            "misc/shmutils.cc:1 NCCL WARN Error: failed to extend /dev/shm/nccl-abc to 9637892 bytes, error: No space left on device (28)",
+            "include/shm.h:1 NCCL WARN Call to posix_fallocate failed : No space left on device",
+            "NCCL WARN Error while creating shared memory segment /dev/shm/nccl-abc (size 9637888)",
+            "OSError: [Errno 28] No space left on device: '/dev/shm/psm_1'",
+            "failed (exitcode: -7) local_rank: 0 (pid: 1) of binary: python",
+        ] {
+            let d = is(text, Kind::Host, Source::SharedMemory);
+            assert_eq!(d.hints, vec![Hint::SharedMemory], "{text}");
+        }
+        // A CUDA failure while registering the segment is not memory, unless it is an OOM.
+        is("NCCL WARN Cuda failure 'invalid argument'\nNCCL WARN Error while creating shared memory segment /dev/shm/nccl-x (size 1)", Kind::NotMemory, Source::Nccl);
+        is(
+            "NCCL WARN Cuda failure 'out of memory'",
+            Kind::Gpu,
+            Source::Nccl,
+        );
+        is(
+            "OSError: [Errno 28] No space left on device: '/data/ckpt'",
+            Kind::Disk,
+            Source::DiskFull,
+        );
+        let d = is(
+            "RuntimeError: DataLoader worker (pid(s) 7) exited unexpectedly",
+            Kind::Host,
+            Source::DataLoaderWorker,
+        );
+        assert!(d.hints.contains(&Hint::SharedMemory));
+        assert_eq!(
+            diagnose("RuntimeError: DataLoader worker (pid 7) is killed by signal: Segmentation fault.\nRuntimeError: DataLoader worker (pid(s) 7) exited unexpectedly", None).kind,
+            Kind::NotMemory,
+            "a worker's segfault is a crash, not a memory shortage"
+        );
+    }
+
+    #[test]
+    fn disk_messages() {
+        for text in [
+            "RuntimeError: [enforce fail at inline_container.cc:1] . PytorchStreamWriter failed writing file data/3: file write failed",
+            "RuntimeError: [enforce fail at inline_container.cc:1] . unexpected pos 1234 vs 1200",
+            "UserWarning: Not enough free disk space to download the file. The expected file size is: 100.00 MB. The target location /cache only has 10.00 MB free disk space.",
+            "OSError: Not enough disk space. Needed: 10.00 GiB (download: 5.00 GiB, generated: 5.00 GiB, post-processed: Unknown size)",
+            "There is not enough space on the disk. (os error 112)",
+            "OSError: [Errno 122] Disk quota exceeded",
+        ] {
+            let d = is(text, Kind::Disk, Source::DiskFull);
+            assert_eq!(d.hints, vec![Hint::DiskSpace]);
+        }
+    }
+
+    #[test]
+    fn host_memory_and_the_oom_killer() {
+        let d = is(
+            "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 8.00 GiB for an array with shape (1024, 1024, 1024) and data type float64",
+            Kind::Host,
+            Source::PythonMemoryError,
+        );
+        near(d.numbers.tried_gib, 8.0);
+        is("MemoryError", Kind::Host, Source::PythonMemoryError);
+        is("terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc", Kind::Host, Source::CpuAllocator);
+        is(
+            "OSError: [WinError 1455] The paging file is too small for this operation to complete.",
+            Kind::Host,
+            Source::CpuAllocator,
+        );
+        is(
+            "RuntimeError: $ Torch: not enough memory: you tried to allocate 0GB. Buy new RAM!",
+            Kind::Host,
+            Source::CpuAllocator,
+        );
+        let d = is(
+            "RuntimeError: unable to mmap 2147483648 bytes from file </m/model.safetensors>: Cannot allocate memory (12)",
+            Kind::Host,
+            Source::CpuAllocator,
+        );
+        near(d.numbers.tried_gib, 2.0);
+        for text in [
+            "Killed",
+            "Loading checkpoint shards:  50%|█████     | 1/2 [00:05<00:05,  5.00s/it]Killed",
+            "./run.sh: line 3:  1234 Killed                  python train.py",
+            "[1]    1234 killed     python train.py",
+            "[1]+  Killed                  python train.py",
+            "已杀死",
+            "[ERROR] [launch.py:1:sigkill_handler] ['python', 'train.py'] exits with return code = -9",
+            "subprocess.CalledProcessError: Command '['python']' died with <Signals.SIGKILL: 9>.",
+            "app exited with code 137",
+            "Last State: Terminated  Reason: OOMKilled",
+            "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=1.0. Some of your processes may have been killed by the cgroup out-of-memory handler.",
+        ] {
+            assert_eq!(diagnose(text, None).kind, Kind::Host, "{text}");
+        }
+        let d = diagnose(
+            "Loading checkpoint shards:   0%|          | 0/4 [00:00<?, ?it/s]\nKilled",
+            None,
+        );
+        assert_eq!(d.hints, vec![Hint::LoadingRam, Hint::HostMemory]);
+        is(
+            "Worker exit detail: There are some potential root causes. (1) The process is killed by SIGKILL by OOM killer due to high memory usage.",
+            Kind::Host,
+            Source::Ray,
+        );
+        is("RuntimeError: Caught RuntimeError in pin memory thread for device 0.\nRuntimeError: CUDA error: out of memory", Kind::Host, Source::PinnedMemory);
+        is("RuntimeError: Caught RuntimeError in pin memory thread for device 0.\nRuntimeError: CUDA error: an illegal memory access was encountered", Kind::NotMemory, Source::IllegalAccess);
+        is(
+            "[12.3] Killed process 99 (python) total-vm:1000kB, anon-rss:900kB, file-rss:0kB",
+            Kind::Host,
+            Source::OomKiller,
+        );
+        // Not a job report.
+        assert_eq!(
+            diagnose("the process was killed", None).kind,
+            Kind::Unrecognised
+        );
+    }
+
+    #[test]
+    fn not_memory_runtime_errors() {
+        for (text, source, hint) in [
+            ("RuntimeError: CUDA error: misaligned address", Source::CudaError, Hint::CudaFault),
+            ("RuntimeError: CUDA error: invalid argument", Source::CudaError, Hint::CudaFault),
+            ("RuntimeError: CUDA error: no CUDA-capable device is detected", Source::CudaError, Hint::CudaFault),
+            ("RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm( handle)`", Source::Cublas, Hint::CudaFault),
+            ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`", Source::Cublas, Hint::CudaFault),
+            ("RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR", Source::Cudnn, Hint::CudaFault),
+            ("Check failed: (param_.workspace) >= (required_size) \nMinimum workspace size: 100 Bytes\nGiven: 50 Bytes", Source::Cudnn, Hint::WorkspaceLimit),
+            ("RuntimeError: cuda runtime error (35) : CUDA driver version is insufficient for CUDA runtime version", Source::DriverTooOld, Hint::UpdateDriver),
+            ("RuntimeError: The NVIDIA driver on your system is too old (found version 10010).", Source::DriverTooOld, Hint::UpdateDriver),
+            ("x.cu:10: block: [1,0,0], thread: [2,0,0] Assertion `t >= 0 && t < n_classes` failed.", Source::DeviceAssert, Hint::IndexOutOfRange),
+            ("[E ProcessGroupNCCL.cpp:1] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 1800000 milliseconds before timing out.", Source::Nccl, Hint::Communication),
+            ("safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge", Source::CorruptCheckpoint, Hint::Redownload),
+            ("_pickle.UnpicklingError: invalid load key, 'v'.", Source::CorruptCheckpoint, Hint::Redownload),
+            ("EOFError: Ran out of input", Source::CorruptCheckpoint, Hint::Redownload),
+            ("Token indices sequence length is longer than the specified maximum sequence length for this model (600 > 512). Running this sequence through the model will result in indexing errors", Source::Tokenizer, Hint::TokenLength),
+        ] {
+            let d = is(text, Kind::NotMemory, source);
+            assert_eq!(d.hints, vec![hint], "{text}");
+        }
+    }
+
+    #[test]
+    fn advice_that_mentions_memory_is_not_the_error() {
+        let d = diagnose(
+            "If you encounter CUDA out of memory, try to set --tile with a smaller number.",
+            None,
+        );
+        assert_eq!(d.kind, Kind::Unrecognised);
+        let d = diagnose(
+            "Error code 12 (Cannot allocate memory)\nIf you encounter CUDA out of memory, try a smaller batch.",
+            None,
+        );
+        assert_eq!(d.kind, Kind::Host);
+        // `OutOfMemoryError` is not Python's `MemoryError`.
+        assert_eq!(
+            diagnose("torch.OutOfMemoryError: CUDA out of memory.", None).kind,
+            Kind::Gpu
+        );
+        assert_eq!(
+            diagnose("raise OutOfMemoryError", None).kind,
+            Kind::Unrecognised
+        );
+    }
+
+    #[test]
+    fn odd_inputs_do_not_panic() {
+        for text in [
+            "",
+            " ",
+            "\n\n",
+            "Killed\n",
+            "ran out of memory in memory space hbm. used",
+            "free memory on device (",
+            "max seq len (",
+            "max seq len (5), (",
+            "resource exhausted: ",
+            "failed to allocate ",
+            "unable to allocate  buffer",
+            "Out of memory while trying to allocate",
+            "( 1 / ",
+            ", (1 / 2)",
+            "é已杀死é",
+            "tried to allocate ñ total capacity",
+            "Requested : ",
+            "DataLoader worker (pid) exited unexpectedly",
+        ] {
+            let _ = diagnose(text, Some(24.0));
+        }
     }
 
     #[test]
