@@ -113,7 +113,8 @@ pub fn App(props: &AppProps) -> Html {
                 <div class="output">
                     <Results estimate={advice.estimate.clone()} verdict={advice.verdict.clone()} gpu_name={AttrValue::from(form.gpu_name())} />
                     <AdvicePanel form={form.clone()} advice={advice.clone()} {on_apply} />
-                    <DoctorPanel gpu_usable_gib={form.gpu_usable_gib()} />
+                    <DoctorPanel gpu_usable_gib={form.gpu_usable_gib()} vram_need_gib={advice.verdict.vram_need / 1073741824.0}
+                        ram_need_gib={advice.verdict.ram_need / 1073741824.0} ram_have_gib={f64::from(form.ram_gib)} />
                 </div>
             </main>
             </ContextProvider<Lang>>

@@ -9,6 +9,14 @@ use yew::prelude::*;
 pub struct DoctorPanelProps {
     /// Usable memory of the GPU chosen in the form, GiB, to compare with the reported capacity.
     pub gpu_usable_gib: f64,
+    /// What the form's setup needs per GPU, GiB (the estimate beside the doctor).
+    #[prop_or_default]
+    pub vram_need_gib: f64,
+    /// Host RAM the form's setup needs, and the RAM the form says the machine has, GiB.
+    #[prop_or_default]
+    pub ram_need_gib: f64,
+    #[prop_or_default]
+    pub ram_have_gib: f64,
 }
 
 /// Paste box and diagnosis.
@@ -45,6 +53,20 @@ pub fn DoctorPanel(props: &DoctorPanelProps) -> Html {
                         })) }
                     </dl>
                     <ul class="hints">{ for d.hints.iter().map(|h| html! { <li>{ doctor_hint(lang, *h) }</li> }) }</ul>
+                    // The figures of the setup on the page, for the memory that ran out.
+                    { match d.kind {
+                        Kind::Gpu if props.vram_need_gib > 0.0 => html! {
+                            <p class="hint" id="diagnosis-form">{ t.doctor_form_gpu
+                                .replace("{need}", &format!("{:.1}", props.vram_need_gib))
+                                .replace("{have}", &format!("{:.1}", props.gpu_usable_gib)) }</p>
+                        },
+                        Kind::Host if props.ram_need_gib > 0.0 => html! {
+                            <p class="hint" id="diagnosis-form">{ t.doctor_form_host
+                                .replace("{need}", &format!("{:.1}", props.ram_need_gib))
+                                .replace("{have}", &format!("{:.0}", props.ram_have_gib)) }</p>
+                        },
+                        _ => html! {},
+                    } }
                 </div>
             }
         </details>

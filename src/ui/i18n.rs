@@ -88,6 +88,10 @@ pub struct Text {
     pub peft_vs_lora: &'static str,
     /// Said when the method's memory is within 1% of LoRA's.
     pub peft_like_lora: &'static str,
+    /// Under a GPU diagnosis: the setup on the page, `{need}` and `{have}` GiB.
+    pub doctor_form_gpu: &'static str,
+    /// Under a host-memory diagnosis: `{need}` and `{have}` GiB.
+    pub doctor_form_host: &'static str,
     pub batch: &'static str,
     pub batch_tip: &'static str,
     pub seq: &'static str,
@@ -336,6 +340,8 @@ pub static EN: Text = Text {
     virtual_tokens_tip: "num_virtual_tokens: learned tokens added to every sequence (prompt tuning, P-tuning) or to every layer's keys and values (prefix tuning).",
     peft_vs_lora: "{pct} GPU memory compared with LoRA at the same rank and modules",
     peft_like_lora: "About the same GPU memory as LoRA (within 1%)",
+    doctor_form_gpu: "The setup on this page needs about {need} GiB per GPU; the GPU chosen has {have} GiB usable. The advisor above lists what brings it under.",
+    doctor_form_host: "The setup on this page needs about {need} GiB of host RAM; the form says the machine has {have} GiB. Loading weights with safetensors and low_cpu_mem_usage=True keeps one copy in RAM; fewer DataLoader workers and no CPU offload need less.",
     batch: "Micro-batch",
     batch_tip: "Sequences per GPU per step: activations grow linearly.",
     seq: "Sequence length",
@@ -526,6 +532,8 @@ pub static ZH: Text = Text {
     virtual_tokens_tip: "num_virtual_tokens：加在每条序列前（提示微调、P-tuning）或每层键值前（前缀微调）的可学习 token。",
     peft_vs_lora: "与相同秩和模块的 LoRA 相比，显存 {pct}",
     peft_like_lora: "显存与 LoRA 基本相同（相差 1% 以内）",
+    doctor_form_gpu: "本页的配置每张 GPU 约需 {need} GiB；所选 GPU 可用 {have} GiB。上方的建议列出了能放下的改法。",
+    doctor_form_host: "本页的配置约需 {need} GiB 系统内存；表单中机器内存为 {have} GiB。用 safetensors 和 low_cpu_mem_usage=True 加载权重只在内存中保留一份；减少 DataLoader worker、关闭 CPU 卸载也能省内存。",
     batch: "微批大小",
     batch_tip: "每张 GPU 每步的序列数：激活值线性增长。",
     seq: "序列长度",
