@@ -37,7 +37,8 @@ impl Lang {
     }
 }
 
-/// The strings of one language.
+/// The strings of one language. Serializable so a test can compare the languages field by field.
+#[derive(serde::Serialize)]
 pub struct Text {
     pub tagline: &'static str,
     pub switch_to: &'static str,
@@ -898,5 +899,33 @@ pub fn hardware_warning(lang: Lang, w: crate::advice::HardwareWarning) -> &'stat
         (Lang::Zh, FlashAttentionUnsupported) => "FlashAttention-2 需要 Ampere 或更新的 GPU：这块卡会退回 SDPA 或 eager 注意力。",
         (Lang::Zh, Bf16Unsupported) => "这块 GPU 不支持 bf16：请改用 fp16（权重格式选 fp16）。",
         (Lang::Zh, Fp8Unsupported) => "fp8 需要 Ada、Hopper 或更新的 GPU。",
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// The `{name}` placeholders of a message.
+    fn placeholders(s: &str) -> BTreeSet<String> {
+        s.split('{')
+            .skip(1)
+            .filter_map(|p| p.split_once('}').map(|(name, _)| name.to_string()))
+            .filter(|name| name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            .collect()
+    }
+
+    #[test]
+    fn every_language_has_every_message_with_the_same_placeholders() {
+        let en = serde_json::to_value(&EN).unwrap();
+        let zh = serde_json::to_value(&ZH).unwrap();
+        let (en, zh) = (en.as_object().unwrap(), zh.as_object().unwrap());
+        assert_eq!(en.len(), zh.len());
+        for (key, e) in en {
+            let (e, z) = (e.as_str().unwrap(), zh[key].as_str().unwrap());
+            assert!(!z.trim().is_empty(), "{key}: empty in Chinese");
+            assert_eq!(placeholders(e), placeholders(z), "{key}: placeholders differ");
+        }
     }
 }
