@@ -251,9 +251,11 @@ pub fn job_from_case(case: &Value) -> Result<Job, String> {
         Some("qlora") => Mode::Qlora,
         Some("freeze") => Mode::Freeze,
         Some("inference") => Mode::Inference,
+        // GaLore tunes every weight with projected optimizer states.
+        Some("galore") => Mode::Full,
         other => {
             return Err(format!(
-                "task {other:?} is not modelled (GaLore and other PEFT methods)"
+                "task {other:?} is not modelled (the record names no PEFT method in its fields)"
             ))
         }
     };
@@ -286,12 +288,15 @@ pub fn job_from_case(case: &Value) -> Result<Job, String> {
     };
     job.optimizer = match s(case, "optimizer") {
         _ if job.mode == Mode::Inference => Optimizer::None,
+        // A GaLore task steps GaLore's projected Adam whatever base optimizer the record names.
+        _ if s(case, "task") == Some("galore") => Optimizer::Galore,
         Some("adamw-8bit") => Optimizer::Adamw8bit,
         Some("paged-adamw") => Optimizer::PagedAdamw,
         Some("paged-adamw-8bit") => Optimizer::PagedAdamw8bit,
         Some("adafactor") => Optimizer::Adafactor,
         Some("sgd") => Optimizer::Sgd,
         Some("adamw") | None => Optimizer::Adamw,
+        Some("galore") => Optimizer::Galore,
         Some(o) => return Err(format!("optimizer '{o}' is not modelled")),
     };
     if let Some(r) = u(case, "lora_rank") {
@@ -545,7 +550,7 @@ mod tests {
     #[test]
     fn units_and_skips() {
         let case = serde_json::json!({
-            "id": "x", "task": "galore", "model": "Llama-2-7b", "config": null, "measured": 10.0
+            "id": "x", "task": "rlhf", "model": "Llama-2-7b", "config": null, "measured": 10.0
         });
         assert!(evaluate_case(&case).unwrap_err().contains("not modelled"));
         let report = evaluate_jsonl("\n{not json}\n");

@@ -118,7 +118,13 @@ proptest! {
             };
             prop_assert!(total(&j) <= base + slack + 1.0, "{} > {base}", total(&j));
         }
-        { let j = Job { attention: AttentionImpl::Flash2, ..job.clone() }; prop_assert!(total(&j) <= base + 1.0); }
+        // FlashAttention keeps its output for backward where eager attention does not (the output feeds a
+        // frozen `o_proj`): one more q-wide tensor per layer, which the s × s scores it saves outweigh once
+        // s · (4 + ab) > ab · head_dim, i.e. from a few dozen tokens on.
+        if job.seq_len >= 256 {
+            let j = Job { attention: AttentionImpl::Flash2, ..job.clone() };
+            prop_assert!(total(&j) <= base + 1.0);
+        }
         { let j = Job { loss: LossImpl::Fused, ..job.clone() }; prop_assert!(total(&j) <= base + 1.0); }
         if job.optimizer == Optimizer::Adamw {
             let j = Job { optimizer: Optimizer::Adamw8bit, ..job.clone() };

@@ -84,6 +84,8 @@ pub fn llama_factory_yaml(form: &Form) -> String {
         Mode::Full | Mode::Inference => "full",
         Mode::Lora | Mode::Qlora => "lora",
         Mode::Freeze => "freeze",
+        // BAdam is LLaMA-Factory full tuning with `use_badam`; LISA is LMFlow's (exported as full tuning).
+        Mode::Badam | Mode::Lisa => "full",
     };
     kv("finetuning_type", method.into());
     if matches!(form.mode, Mode::Lora | Mode::Qlora) {

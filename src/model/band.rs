@@ -27,7 +27,7 @@ impl BandKind {
     /// The kind of a job.
     pub fn of(job: &Job) -> BandKind {
         match job.mode {
-            Mode::Full | Mode::Freeze => BandKind::Full,
+            Mode::Full | Mode::Freeze | Mode::Badam | Mode::Lisa => BandKind::Full,
             Mode::Lora if job.weights.is_quantized() => BandKind::Qlora,
             Mode::Lora => BandKind::Lora,
             Mode::Qlora => BandKind::Qlora,

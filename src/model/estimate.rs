@@ -6,6 +6,7 @@ use super::activations::{
 };
 use super::arch::{AttentionKind, ParamCounts};
 use super::band::{band, Band};
+use super::full_tuning;
 use super::job::{
     Checkpointing, FrozenSharding, Job, Mode, Module, Offload, OffloadDevice, Optimizer,
     Parallelism, Precision, WeightFormat,
@@ -230,7 +231,15 @@ fn optimizer_bytes(job: &Job) -> (f64, bool) {
         Optimizer::PagedAdamw8bit => (2.0 + 8.0 / 2048.0, true),
         Optimizer::Adafactor => (8.0 / h, false),
         Optimizer::SgdMomentum | Optimizer::Lion => (4.0, false),
-        Optimizer::Sgd | Optimizer::None => (0.0, false),
+        Optimizer::Sgd | Optimizer::None | Optimizer::Lomo => (0.0, false),
+        // GaLore/APOLLO: full AdamW for what they do not project (embeddings, norms, LM head); the decoder
+        // weights' projected states are added in `estimate` (`full_tuning::projected_state_elements`).
+        Optimizer::Galore | Optimizer::Apollo => (8.0, false),
+        // Adam-mini keeps Adam's first moment and one second-moment value per block (a head, a neuron):
+        // Zhang et al. 2024, sec. 2; the second moment is negligible.
+        Optimizer::AdamMini => (4.0, false),
+        // AdaLomo: Adafactor's factored second moment, no first moment (Lv et al. 2023, "AdaLomo").
+        Optimizer::AdaLomo => (8.0 / h, false),
     }
 }
 
@@ -264,6 +273,7 @@ fn trainable(job: &Job, p: &ParamCounts) -> (f64, f64) {
             let n = f64::from(job.freeze_trainable_layers.min(job.arch.layers));
             (n * p.per_layer, 0.0)
         }
+        Mode::Badam | Mode::Lisa => (full_tuning::active_params(job, p), 0.0),
         Mode::Lora | Mode::Qlora => {
             let method = job.lora.method;
             let mut adapters = 0.0;
@@ -456,7 +466,13 @@ pub fn estimate(job: &Job) -> Estimate {
     // Frozen adapter parts PEFT keeps in fp32 beside the trained ones (LoRA-FA's `lora_A`, VeRA's shared
     // random projections).
     let adapters = (adapter_params + frozen_adapter_params(&job)) * 4.0 * train_share;
-    let grads = (adapter_params * 4.0 + base_trainable * grad_bytes(&job)) * shard(2) * train_share;
+    // LOMO-style fused updates (and optimizers stepped in backward) free each gradient as soon as it is used:
+    // only the largest single gradient is ever alive.
+    let grads = if full_tuning::fused_update(&job) && job.is_training() {
+        p.largest_linear.max(p.embedding).min(trainable_params) * grad_bytes(&job)
+    } else {
+        (adapter_params * 4.0 + base_trainable * grad_bytes(&job)) * shard(2) * train_share
+    };
     // FSDP1 LoRA with frozen and adapter weights in one FlatParameter: the flat gradient covers the frozen
     // decoder weights too (sharded, in the working dtype); on PyTorch ≤ 2.1 the frozen weights also stay
     // unsharded after backward, so by the optimizer step each GPU holds them whole.
@@ -489,16 +505,31 @@ pub fn estimate(job: &Job) -> Estimate {
     let optimizer_offloaded = job.offload != Offload::None;
     // A separate fp32 master copy exists when the working weights are 16-bit but the run is mixed precision:
     // DeepSpeed/FSDP mixed precision for full training (the optimizer holds fp32 params).
-    let master = if job.precision == Precision::Mixed && working < 4.0 && base_trainable > 0.0 {
+    // BAdam converts the active block to fp32 and steps that copy (Luo et al. 2024, sec. 3: "the active block
+    // is kept in FP32"), whatever the precision of the rest.
+    let master = if (job.precision == Precision::Mixed || job.mode == Mode::Badam)
+        && working < 4.0
+        && base_trainable > 0.0
+    {
         base_trainable * 4.0
     } else {
         0.0
+    };
+    // GaLore/APOLLO: the decoder's linear weights keep projected states (`full_tuning`), the rest full ones.
+    let base_states = if full_tuning::is_projected(job.optimizer) && base_trainable > 0.0 {
+        let state_bytes = base_opt_b / 2.0; // one moment's bytes per element
+        let projected =
+            full_tuning::projected_state_elements(arch, job.projection_rank, job.optimizer);
+        let decoder_linear = p.linear.min(base_trainable);
+        (base_trainable - decoder_linear) * base_opt_b + projected * state_bytes
+    } else {
+        base_trainable * base_opt_b
     };
     let (states_gpu, master_gpu) = if optimizer_offloaded {
         (0.0, 0.0)
     } else {
         (
-            (adapter_params * opt_b + base_trainable * base_opt_b) * shard(1) * train_share,
+            (adapter_params * opt_b + base_states) * shard(1) * train_share,
             master * shard(1) * train_share,
         )
     };
@@ -614,10 +645,15 @@ pub fn estimate(job: &Job) -> Estimate {
     // or in DDP/ZeRO buckets.
     let grads_persist = job.grad_accum > 1 || job.gpus > 1;
     // PyTorch foreach AdamW: one parameter-sized temporary list in the parameter dtype during `step()`.
-    let step_temp = if job.optimizer_step_temp
-        && !optimizer_offloaded
-        && job.is_training()
-        && !matches!(job.optimizer, Optimizer::None | Optimizer::Sgd)
+    let step_temp = if full_tuning::fused_update(&job) || !job.is_training() || optimizer_offloaded
+    {
+        // Stepped inside backward, one parameter at a time: no step of its own.
+        0.0
+    } else if job.optimizer == Optimizer::Galore && base_trainable > 0.0 {
+        // GaLore steps weight by weight; its peak is the SVD of the largest gradient when the projector
+        // is refreshed.
+        full_tuning::svd_transient_bytes(&p, arch)
+    } else if job.optimizer_step_temp && !matches!(job.optimizer, Optimizer::None | Optimizer::Sgd)
     {
         let param_bytes = if adapter_params > 0.0 { 4.0 } else { working };
         trainable_params * param_bytes * shard(1) * train_share

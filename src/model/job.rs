@@ -18,6 +18,13 @@ pub enum Mode {
     Qlora,
     /// Only the last `freeze_trainable_layers` layers trained (LLaMA-Factory `finetuning_type: freeze`).
     Freeze,
+    /// BAdam (Luo et al. 2024, "BAdam: A Memory Efficient Full Parameter Optimization Method"): every weight
+    /// trains, one block of `freeze_trainable_layers` layers at a time, with fp32 copies, gradients and Adam
+    /// states for that block only (LLaMA-Factory `use_badam`).
+    Badam,
+    /// LISA (Pan et al. 2024, "Layerwise Importance Sampled AdamW"): `freeze_trainable_layers` sampled layers
+    /// plus the embedding and LM head train in each period (LMFlow `--lisa_activated_layers`).
+    Lisa,
     /// Generation: prefill plus decoding with a KV cache.
     Inference,
 }
@@ -84,6 +91,17 @@ pub enum Optimizer {
     SgdMomentum,
     /// Lion (one momentum buffer).
     Lion,
+    /// GaLore (Zhao et al. 2024): each decoder weight's gradient projected to rank `projection_rank`, Adam
+    /// states on the projection (`galore-torch`).
+    Galore,
+    /// APOLLO (Zhu et al. 2024): random rank-`projection_rank` projection for channel-wise scaling; no SVD.
+    Apollo,
+    /// Adam-mini (Zhang et al. 2024): full first moment, one second moment per block.
+    AdamMini,
+    /// LOMO (Lv et al. 2023): SGD fused into backward, no stored gradients, no states.
+    Lomo,
+    /// AdaLomo (Lv et al. 2023): LOMO with a factored second moment.
+    AdaLomo,
     /// No optimizer (inference).
     None,
 }
@@ -419,6 +437,11 @@ pub struct Job {
     pub variable_lengths: bool,
     /// Library releases (today's by default).
     pub versions: Versions,
+    /// Rank of GaLore's and APOLLO's gradient projection (`galore_rank`, `apollo_rank`).
+    pub projection_rank: u32,
+    /// Each parameter is stepped as soon as its gradient is ready, which is then freed (torchtune
+    /// `optimizer_in_bwd`, GaLore layer-wise): no full set of gradients is ever stored.
+    pub optimizer_in_backward: bool,
 }
 
 impl Default for Job {
@@ -449,6 +472,8 @@ impl Default for Job {
             frozen_sharding: FrozenSharding::Separate,
             variable_lengths: false,
             versions: Versions::default(),
+            projection_rank: 128,
+            optimizer_in_backward: false,
         }
     }
 }

@@ -6,6 +6,7 @@ pub mod activations;
 pub mod arch;
 pub mod band;
 pub mod estimate;
+pub mod full_tuning;
 pub mod job;
 pub mod limits;
 pub mod normalize;
