@@ -1,6 +1,7 @@
 //! From an estimate to an answer: does it fit, which limit is hit, by how much, and what to change.
 //! Pure: every what-if is evaluated by the same memory model.
 
+pub mod curve;
 pub mod export;
 pub mod remedies;
 pub mod solve;

@@ -28,7 +28,7 @@ fn vram_ok(form: &Form) -> bool {
 }
 
 /// Largest `v` in `lo..=hi` with `ok(v)`, for a predicate true below some boundary; `None` if `ok(lo)` fails.
-fn largest(lo: u32, hi: u32, ok: impl Fn(u32) -> bool) -> Option<u32> {
+pub(crate) fn largest(lo: u32, hi: u32, ok: impl Fn(u32) -> bool) -> Option<u32> {
     if !ok(lo) {
         return None;
     }
