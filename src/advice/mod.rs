@@ -6,6 +6,7 @@ pub mod export;
 pub mod remedies;
 pub mod solve;
 pub mod speed;
+pub mod verify;
 
 use crate::form::Form;
 use crate::model::{Component, Estimate};
