@@ -422,3 +422,55 @@ fn generation_reserves_one_more_kv_cache() {
         + ALLOCATOR_VARIABLE_SHARE * kv;
     assert!((gap - expected).abs() < 1.0, "{gap} vs {expected}");
 }
+
+/// DPO on Llama 3.1 8B: the policy runs chosen and rejected in one batch, and the reference copy of the bf16
+/// weights sits beside it unless LoRA's disabled adapters stand in for it.
+#[test]
+fn hand_derived_dpo_reference_and_pairs() {
+    use vramfit::model::preference::{Objective, Reference};
+    let sft = Job {
+        mode: Mode::Full,
+        micro_batch: 2,
+        ..Job::default()
+    };
+    let dpo = Job {
+        objective: Objective::Dpo,
+        ..sft.clone()
+    };
+    let e = estimate(&dpo);
+    // 8,030,261,248 parameters × 2 B.
+    assert_eq!(
+        e.gpu_bytes(Component::ReferenceModel),
+        8_030_261_248.0 * 2.0
+    );
+    // Chosen + rejected: the logits of 2 × 2 sequences, as SFT with micro-batch 4.
+    let sft4 = estimate(&Job {
+        micro_batch: 4,
+        ..sft.clone()
+    });
+    assert_eq!(
+        e.gpu_bytes(Component::Logits),
+        sft4.gpu_bytes(Component::Logits)
+    );
+    let lora = Job {
+        mode: Mode::Lora,
+        reference: Reference::DisabledAdapters,
+        ..dpo.clone()
+    };
+    assert_eq!(estimate(&lora).gpu_bytes(Component::ReferenceModel), 0.0);
+    // A reward model has no vocabulary logits; GRPO's colocated engine is what it is given.
+    let rm = estimate(&Job {
+        objective: Objective::RewardModel,
+        ..sft.clone()
+    });
+    assert_eq!(rm.gpu_bytes(Component::Logits), 0.0);
+    let mut grpo = Job {
+        objective: Objective::Grpo,
+        reference: Reference::None,
+        ..sft
+    };
+    grpo.grpo.vllm_gib = 24.0;
+    let g = estimate(&grpo);
+    assert_eq!(g.gpu_bytes(Component::ServingEngine), 24.0 * 1073741824.0);
+    assert_eq!(g.gpu_bytes(Component::ReferenceModel), 0.0);
+}

@@ -43,6 +43,10 @@ pub enum Component {
     Temporary,
     /// CUDA context, cuBLAS/cuDNN workspaces and kernels: seen by nvidia-smi, not by PyTorch.
     CudaContext,
+    /// The frozen reference model of DPO, KTO or GRPO (a second copy of the weights).
+    ReferenceModel,
+    /// A colocated inference engine's share of the GPU (GRPO with vLLM in `colocate` mode).
+    ServingEngine,
     /// Memory PyTorch's caching allocator holds but no tensor uses (fragmentation, cached blocks).
     AllocatorReserve,
     /// Cached blocks left by tensors of other shapes (variable-length batches, a growing KV cache). A roomy
@@ -594,7 +598,12 @@ pub fn estimate(job: &Job) -> Estimate {
             ),
         };
         let final_norm = final_norm_bytes_per_token(arch, &job) * tokens;
-        let loss = loss_bytes_per_logit(job.loss) * tokens * f64::from(arch.vocab) / tp;
+        // A reward model's scalar head makes no vocabulary logits.
+        let loss = if job.objective.has_vocab_logits() {
+            loss_bytes_per_logit(job.loss) * tokens * f64::from(arch.vocab) / tp
+        } else {
+            0.0
+        };
         // Backward meets two peaks in turn: the loss's backward with every saved activation alive, then each
         // layer's backward (after the logits are freed) with its recomputed activations and gradient buffers.
         let layer_work = layer_backward_bytes_per_token(arch, &job).per_rank(tp) * tokens;
@@ -732,7 +741,24 @@ pub fn estimate(job: &Job) -> Estimate {
     }
 
     // ---- peak -----------------------------------------------------------------------------------------
-    let static_bytes = weights_q + weights_plain + adapters + master_gpu + states_alloc;
+    // The reference model of DPO/KTO/GRPO: a frozen second copy of the base weights in their stored format,
+    // unless the PEFT base with adapters disabled, precomputed log-probabilities or beta = 0 stand in for it.
+    let peft_job = matches!(job.mode, Mode::Lora | Mode::Qlora);
+    let reference = if job.is_training()
+        && super::preference::reference_copy(job.objective, job.reference, peft_job)
+    {
+        weights_q + weights_plain
+    } else {
+        0.0
+    };
+    // GRPO's colocated vLLM engine keeps its share of the GPU for the whole run.
+    let engine = if job.is_training() && job.objective == super::preference::Objective::Grpo {
+        job.grpo.vllm_gib.max(0.0) * GIB
+    } else {
+        0.0
+    };
+    let static_bytes =
+        weights_q + weights_plain + adapters + master_gpu + states_alloc + reference + engine;
     let backward_live =
         activations + scores + logits + temporary_bwd + if grads_persist { grads } else { 0.0 };
     let step_live = grads + step_temp + unresharded;
@@ -903,6 +929,14 @@ pub fn estimate(job: &Job) -> Estimate {
     gpu.push(Part {
         component: Component::CudaContext,
         bytes: context,
+    });
+    gpu.push(Part {
+        component: Component::ReferenceModel,
+        bytes: reference,
+    });
+    gpu.push(Part {
+        component: Component::ServingEngine,
+        bytes: engine,
     });
     gpu.retain(|part| part.bytes > 0.0);
 

@@ -442,6 +442,12 @@ pub struct Job {
     /// Each parameter is stepped as soon as its gradient is ready, which is then freed (torchtune
     /// `optimizer_in_bwd`, GaLore layer-wise): no full set of gradients is ever stored.
     pub optimizer_in_backward: bool,
+    /// SFT, or a preference / RL objective (`super::preference`).
+    pub objective: super::preference::Objective,
+    /// Where DPO's, KTO's or GRPO's reference model comes from.
+    pub reference: super::preference::Reference,
+    /// GRPO's generation settings.
+    pub grpo: super::preference::Grpo,
 }
 
 impl Default for Job {
@@ -474,6 +480,9 @@ impl Default for Job {
             versions: Versions::default(),
             projection_rank: 128,
             optimizer_in_backward: false,
+            objective: super::preference::Objective::Sft,
+            reference: super::preference::Reference::Copy,
+            grpo: super::preference::Grpo::default(),
         }
     }
 }

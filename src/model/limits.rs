@@ -114,6 +114,19 @@ impl Job {
             MAX_TOKENS,
         )?;
         in_range("inference.batch", self.inference.batch, 1, MAX_BATCH)?;
+        in_range("grpo.generations", self.grpo.generations, 1, MAX_BATCH)?;
+        in_range(
+            "grpo.completion_tokens",
+            self.grpo.completion_tokens,
+            0,
+            MAX_TOKENS,
+        )?;
+        if !(0.0..=f64::from(MAX_MEMORY_GIB)).contains(&self.grpo.vllm_gib) {
+            return Err(format!(
+                "grpo.vllm_gib: {} is outside 0…{MAX_MEMORY_GIB}",
+                self.grpo.vllm_gib
+            ));
+        }
         if !(0.0..=MAX_DATASET_GIB).contains(&self.dataset_gib) {
             return Err(format!(
                 "dataset_gib: {} is outside 0…{MAX_DATASET_GIB}",

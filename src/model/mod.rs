@@ -11,6 +11,7 @@ pub mod job;
 pub mod limits;
 pub mod normalize;
 pub mod peft;
+pub mod preference;
 pub mod serve;
 pub mod stack;
 pub mod weights;

@@ -255,6 +255,8 @@ pub fn component(lang: Lang, c: Component) -> &'static str {
         (Lang::En, CudaContext) => "CUDA context & kernels",
         (Lang::En, AllocatorReserve) => "Allocator reserve",
         (Lang::En, AllocatorCache) => "Cache of other shapes (freed before OOM)",
+        (Lang::En, ReferenceModel) => "Reference model (frozen copy)",
+        (Lang::En, ServingEngine) => "Colocated vLLM engine",
         (Lang::Zh, WeightsQuantized) => "权重（量化）",
         (Lang::Zh, Weights) => "权重（16/32 位）",
         (Lang::Zh, Adapters) => "LoRA 适配器",
@@ -269,6 +271,8 @@ pub fn component(lang: Lang, c: Component) -> &'static str {
         (Lang::Zh, CudaContext) => "CUDA 上下文与内核",
         (Lang::Zh, AllocatorReserve) => "分配器预留",
         (Lang::Zh, AllocatorCache) => "其他尺寸的缓存（OOM 前会释放）",
+        (Lang::Zh, ReferenceModel) => "参考模型（冻结副本）",
+        (Lang::Zh, ServingEngine) => "同卡的 vLLM 推理引擎",
     }
 }
 

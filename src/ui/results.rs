@@ -24,6 +24,8 @@ fn colour(c: Component) -> &'static str {
         Component::AllocatorReserve => "#BBBBBB",
         Component::AllocatorCache => "#DDDDDD",
         Component::CudaContext => "#555555",
+        Component::ReferenceModel => "#2A5C8A",
+        Component::ServingEngine => "#7F3C8D",
     }
 }
 
