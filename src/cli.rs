@@ -17,10 +17,13 @@ const HELP: &str = "vramfit: GPU memory and system RAM estimates for LLM fine-tu
 Usage: vramfit <COMMAND> [OPTIONS]
 
 Commands:
-  estimate [FILE] [--config CONFIG.json] [--json]
+  estimate [FILE] [--config CONFIG.json | --hub OWNER/NAME [--hub-base URL]] [--json]
               Estimate a job given as JSON (a file, or stdin when FILE is omitted or '-').
               Every field is optional; see README for the fields. --config takes the
-              architecture from a Hugging Face config.json instead of the job's 'arch'.
+              architecture from a Hugging Face config.json instead of the job's 'arch';
+              --hub fetches it, with the safetensors headers, from the Hub at --hub-base
+              (default $HF_ENDPOINT or https://huggingface.co; plain http:// only: this
+              build has no TLS, so use an http mirror or --config for the real Hub).
   eval FILE.jsonl [--json] [--case ID]
               Compare the model with measured runs (one JSON case per line); prints one line
               per case and, last, 'summary: evaluated=N skipped=M median_abs_pct=X p90_abs_pct=Y'.
@@ -104,15 +107,18 @@ fn read_input(path: Option<&str>) -> Result<String, String> {
 fn cmd_estimate(args: &[&str], json: bool) -> Result<(), String> {
     let mut file = None;
     let mut config = None;
+    let (mut hub, mut hub_base) = (None, None);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match *a {
             "--config" => config = Some(*it.next().ok_or("--config needs a file")?),
+            "--hub" => hub = Some(*it.next().ok_or("--hub needs a model id")?),
+            "--hub-base" => hub_base = Some(*it.next().ok_or("--hub-base needs a URL")?),
             f if file.is_none() => file = Some(f),
             other => return Err(format!("unexpected argument '{other}'")),
         }
     }
-    let text = if file.is_none() && config.is_some() {
+    let text = if file.is_none() && (config.is_some() || hub.is_some()) {
         String::new()
     } else {
         read_input(file)?
@@ -121,6 +127,13 @@ fn cmd_estimate(args: &[&str], json: bool) -> Result<(), String> {
     if let Some(path) = config {
         let text = read_input(Some(path))?;
         let imported = import::parse_config_text(&text).map_err(|e| format!("{path}: {e}"))?;
+        job.arch = imported.arch;
+        if let Some(w) = imported.weights {
+            job.weights = w;
+        }
+    }
+    if let Some(id) = hub {
+        let imported = crate::hub_client::import(id, hub_base)?;
         job.arch = imported.arch;
         if let Some(w) = imported.weights {
             job.weights = w;

@@ -2,10 +2,13 @@
 //! (`ui::state`), which applies them to the form it holds at that moment: a late file read or a stale
 //! component can no longer write back an old form. Plain Rust, so every edit is tested natively.
 
-use crate::form::Form;
-use crate::imports::{detect, Understood};
+use crate::catalog::import::ImportedFile;
+use crate::form::{Form, CUSTOM};
+use crate::hub::{HubError, HubModel};
+use crate::imports::{apply_file, detect, Understood};
 use crate::model::{Module, Stack};
 use crate::settings;
+use std::rc::Rc;
 
 /// One field of a custom model's shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +39,13 @@ pub enum Edit {
     Replace(Form),
     /// Read a pasted or dropped text and apply it to the current form.
     Import(String),
+    /// A Hugging Face Hub load started (`web::hub`); its result follows as one of the two below.
+    HubFetching(String),
+    /// A model from the Hub, or (`cached`) this browser's copy of one: applied like a pasted config.json,
+    /// remembering its id, unless the form already holds that model (a shared link), whose settings stay.
+    HubLoaded { model: Rc<HubModel>, cached: bool },
+    /// A Hub load failed.
+    HubFailed { id: String, error: HubError },
 }
 
 /// What the last import did: understood (and applied), or why not.
@@ -49,6 +59,9 @@ impl Edit {
             Edit::Set { key, value } => {
                 if let Some(s) = settings::by_key(key) {
                     (s.set)(form, &value);
+                }
+                if key == "model" && form.model != CUSTOM {
+                    form.hub.clear();
                 }
             }
             Edit::Stack(stack) => form.set_stack(stack),
@@ -73,8 +86,13 @@ impl Edit {
                     ArchField::Vocab => &mut a.vocab,
                 };
                 *slot = v;
+                // An edited shape is no longer the Hub model's.
+                form.hub.clear();
             }
-            Edit::TiedEmbeddings(t) => form.custom_arch.tied_embeddings = t,
+            Edit::TiedEmbeddings(t) => {
+                form.custom_arch.tied_embeddings = t;
+                form.hub.clear();
+            }
             Edit::Replace(next) => *form = next,
             Edit::Import(text) => {
                 return Some(detect(&text, form).map(|d| {
@@ -82,6 +100,14 @@ impl Edit {
                     d.understood
                 }))
             }
+            Edit::HubLoaded { model, .. } => {
+                let shown = form.model == CUSTOM && form.hub == model.id;
+                if let (false, Ok(imported)) = (shown, model.imported()) {
+                    apply_file(form, ImportedFile::Model(imported));
+                    form.hub = model.id.clone();
+                }
+            }
+            Edit::HubFetching(_) | Edit::HubFailed { .. } => {}
         }
         None
     }
@@ -113,6 +139,68 @@ mod tests {
         }
         .apply(&mut f);
         assert_eq!(f.mode, Mode::Full);
+    }
+
+    fn hub_model(id: &str, layers: u32) -> Rc<HubModel> {
+        Rc::new(HubModel {
+            id: id.into(),
+            revision: "main".into(),
+            version: None,
+            config: format!(
+                r#"{{"model_type":"llama","hidden_size":64,"num_hidden_layers":{layers},"num_attention_heads":4,
+                "intermediate_size":128,"vocab_size":100,"quantization_config":{{"quant_method":"fp8"}}}}"#
+            ),
+            weights: Err(HubError::NoSafetensors),
+        })
+    }
+
+    #[test]
+    fn a_hub_model_applies_like_a_pasted_config_and_remembers_its_id() {
+        let mut f = Form::default();
+        let loaded = |model| Edit::HubLoaded {
+            model,
+            cached: false,
+        };
+        loaded(hub_model("a/b", 3)).apply(&mut f);
+        assert_eq!(
+            (f.model.as_str(), f.hub.as_str(), f.custom_arch.layers),
+            (CUSTOM, "a/b", 3)
+        );
+        assert_eq!(f.weights, crate::model::WeightFormat::Fp8);
+        // The same model again (a link opened later) leaves the form's own settings alone.
+        Edit::Set {
+            key: "weights",
+            value: "bf16".into(),
+        }
+        .apply(&mut f);
+        loaded(hub_model("a/b", 5)).apply(&mut f);
+        assert_eq!(
+            (f.custom_arch.layers, f.weights),
+            (3, crate::model::WeightFormat::Bf16)
+        );
+        // Editing the shape, pasting a config or picking a catalog model forgets the id.
+        Edit::Arch(ArchField::Layers, 4).apply(&mut f);
+        assert_eq!(f.hub, "");
+        loaded(hub_model("a/b", 3)).apply(&mut f);
+        Edit::Set {
+            key: "model",
+            value: "qwen2.5-7b".into(),
+        }
+        .apply(&mut f);
+        assert_eq!(f.hub, "");
+        loaded(hub_model("a/b", 3)).apply(&mut f);
+        Edit::Import(r#"{"model_type":"llama","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100}"#.into())
+            .apply(&mut f);
+        assert_eq!((f.hub.as_str(), f.custom_arch.layers), ("", 2));
+        // Fetching and failing change nothing.
+        let before = f.clone();
+        Edit::HubFetching("a/b".into()).apply(&mut f);
+        Edit::HubFailed {
+            id: "a/b".into(),
+            error: HubError::Unreachable,
+        }
+        .apply(&mut f);
+        assert_eq!(f, before);
     }
 
     #[test]

@@ -40,6 +40,10 @@ pub struct Form {
     pub dora: bool,
     /// `lora_dropout > 0`.
     pub lora_dropout: bool,
+    /// The PEFT method (LoRA, its relatives, or a prompt method).
+    pub peft_method: crate::model::peft::Method,
+    /// Virtual tokens of the prompt methods (`num_virtual_tokens`).
+    pub virtual_tokens: u32,
     pub micro_batch: u32,
     pub seq_len: u32,
     pub grad_accum: u32,
@@ -54,6 +58,8 @@ pub struct Form {
     pub new_tokens: u32,
     pub concurrent: u32,
     pub kv_dtype: KvDtype,
+    /// The Hugging Face Hub id (`owner/name`) `custom_arch` was loaded from; empty otherwise.
+    pub hub: String,
 }
 
 impl Default for Form {
@@ -77,6 +83,8 @@ impl Default for Form {
             train_lm_head: false,
             dora: false,
             lora_dropout: true,
+            peft_method: crate::model::peft::Method::Lora,
+            virtual_tokens: 20,
             micro_batch: 4,
             seq_len: 2048,
             grad_accum: 4,
@@ -91,6 +99,7 @@ impl Default for Form {
             new_tokens: 512,
             concurrent: 1,
             kv_dtype: KvDtype::Bf16,
+            hub: String::new(),
         }
     }
 }
@@ -110,6 +119,10 @@ impl Form {
                     return Err(format!("{}: {text} is outside {lo}…{hi}", setting.field));
                 }
             }
+        }
+        if !self.hub.is_empty() && crate::hub::parse_id(&self.hub).is_err() {
+            let shown: String = self.hub.chars().take(40).collect();
+            return Err(format!("hub: '{shown}' is not a Hub model id (owner/name)"));
         }
         Ok(())
     }
@@ -158,6 +171,8 @@ impl Form {
             train_lm_head: self.train_lm_head,
             dora: self.dora,
             dropout: self.lora_dropout,
+            method: self.peft_method,
+            virtual_tokens: self.virtual_tokens,
             ..Lora::default()
         }
     }
@@ -174,6 +189,8 @@ impl Form {
         self.train_lm_head = lora.train_lm_head;
         self.dora = lora.dora;
         self.lora_dropout = lora.dropout;
+        self.peft_method = lora.method;
+        self.virtual_tokens = lora.virtual_tokens;
     }
 
     /// Switches the training stack and takes its defaults for the fields a stack decides.

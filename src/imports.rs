@@ -45,6 +45,7 @@ pub fn apply_file(form: &mut Form, file: ImportedFile) {
         ImportedFile::Model(m) => {
             form.model = CUSTOM.into();
             form.custom_arch = m.arch;
+            form.hub.clear();
             if let Some(w) = m.weights {
                 form.weights = w;
             }

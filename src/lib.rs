@@ -15,6 +15,9 @@ pub mod doctor;
 pub mod edit;
 pub mod eval;
 pub mod form;
+pub mod hub;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod hub_client;
 pub mod imports;
 pub mod model;
 pub mod settings;

@@ -198,6 +198,8 @@ pub static SETTINGS: &[Setting] = &[
     flag_setting!("head", train_lm_head),
     flag_setting!("dora", dora),
     flag_setting!("dropout", lora_dropout),
+    enum_setting!("peft", peft_method),
+    number_setting!("vtok", virtual_tokens, 1, 65_536, ["num_virtual_tokens"]),
     number_setting!(
         "batch",
         micro_batch,
@@ -241,6 +243,29 @@ pub static SETTINGS: &[Setting] = &[
     number_setting!("new", new_tokens, 0, MAX_TOKENS, ["max_new_tokens"]),
     number_setting!("conc", concurrent, 1, MAX_BATCH, []),
     enum_setting!("kv", kv_dtype),
+    Setting {
+        key: "hub",
+        field: "hub",
+        range: None,
+        aliases: &[],
+        // The Hub id the custom shape came from: a link opened later loads its weights summary (from this
+        // browser's cache when it has one). Written only for a custom model, like `arch`.
+        get: |f| {
+            if f.model == CUSTOM {
+                f.hub.clone()
+            } else {
+                String::new()
+            }
+        },
+        set: |f, v| {
+            let id = if v.is_empty() {
+                Some(String::new())
+            } else {
+                crate::hub::parse_id(v).ok().map(|id| id.to_string())
+            };
+            put(&mut f.hub, id)
+        },
+    },
 ];
 
 /// The setting with this link key.
@@ -282,6 +307,16 @@ pub const HF_OPTIMIZERS: &[(Optimizer, &[&str])] = &[
     // `torch.optim.SGD` with the default `momentum=0`: no state (momentum comes only from `optim_args`).
     (Optimizer::Sgd, &["sgd"]),
     (Optimizer::Lion, &["lion_32bit", "lion", "paged_lion_32bit"]),
+    (
+        Optimizer::Galore,
+        &["galore_adamw", "galore_adamw_layerwise"],
+    ),
+    (
+        Optimizer::Apollo,
+        &["apollo_adamw", "apollo_adamw_layerwise"],
+    ),
+    (Optimizer::Lomo, &["lomo"]),
+    (Optimizer::AdaLomo, &["adalomo"]),
 ];
 
 /// The `optim` name an export writes for this optimizer (transformers has one SGD, whose momentum is set
@@ -290,6 +325,8 @@ pub fn hf_optimizer_name(o: Optimizer) -> &'static str {
     let o = match o {
         Optimizer::Adamw16 | Optimizer::None => Optimizer::Adamw,
         Optimizer::SgdMomentum => Optimizer::Sgd,
+        // Adam-mini has no `optim` name (LLaMA-Factory's `use_adam_mini` selects it).
+        Optimizer::AdamMini => Optimizer::Adamw,
         other => other,
     };
     HF_OPTIMIZERS

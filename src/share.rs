@@ -270,6 +270,8 @@ mod tests {
             train_lm_head: true,
             dora: true,
             lora_dropout: false,
+            peft_method: crate::model::peft::Method::Vera,
+            virtual_tokens: 30,
             micro_batch: 3,
             seq_len: 8192,
             grad_accum: 16,
@@ -283,6 +285,7 @@ mod tests {
             new_tokens: 0,
             concurrent: 7,
             kv_dtype: crate::model::KvDtype::Fp8,
+            hub: String::new(),
         };
         let q = encode(&form);
         assert_eq!(decode(&q), (form, vec![]), "{q}");
@@ -303,6 +306,30 @@ mod tests {
         assert_eq!(arch_from("l:0,h:1,a:1,k:1,d:1,v:1"), None);
         assert_eq!(arch_from("l:2,a:4,k:8"), None);
         assert_eq!(arch_from("nonsense"), None);
+    }
+
+    #[test]
+    fn a_hub_model_is_linked_by_its_id_next_to_its_shape() {
+        let form = Form {
+            model: CUSTOM.into(),
+            custom_arch: crate::catalog::model("qwen2.5-7b").unwrap().arch().clone(),
+            hub: "Qwen/Qwen2.5-7B".into(),
+            ..Form::default()
+        };
+        let q = encode(&form);
+        assert!(q.contains("&hub=Qwen%2FQwen2.5-7B"), "{q}");
+        assert_eq!(decode(&q), (form, vec![]));
+        // A link may name only the id (the page then loads the shape); a bad id is reported.
+        assert_eq!(decode("hub=https://huggingface.co/a/b").0.hub, "a/b");
+        let (f, ignored) = decode("hub=not-an-id");
+        assert_eq!(f.hub, "");
+        assert_eq!(ignored.len(), 1);
+        // The id is not written for a catalog model.
+        let catalog = Form {
+            hub: "a/b".into(),
+            ..Form::default()
+        };
+        assert_eq!(encode(&catalog), "v=1");
     }
 
     #[test]

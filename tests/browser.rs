@@ -15,6 +15,7 @@ fn mount(query: &str, lang: Lang) -> web_sys::Element {
     let props = AppProps {
         query: Some(query.to_string().into()),
         lang: Some(lang),
+        ..AppProps::default()
     };
     yew::Renderer::<App>::with_root_and_props(root.clone(), props).render();
     root
@@ -266,4 +267,284 @@ async fn pasting_a_training_command_fills_the_form() {
     let seq: web_sys::HtmlInputElement = find(&root, "#seq");
     assert_eq!(seq.value(), "1024");
     assert!(text(&root, "#import-status").contains("wandb_project"));
+}
+
+// ---- Hugging Face Hub loads, against tests/data/hub served on 127.0.0.1 by scripts/wasm-run ----
+
+/// The fixture server's address (set by `scripts/wasm-run` when it compiles these tests).
+fn hub_base() -> &'static str {
+    option_env!("VRAMFIT_HUB_BASE")
+        .expect("VRAMFIT_HUB_BASE is unset: run the browser tests through scripts/wasm-run")
+}
+
+fn source(timeout_ms: u32) -> vramfit::web::hub::HubSource {
+    vramfit::web::hub::HubSource {
+        base: hub_base().into(),
+        timeout_ms,
+    }
+}
+
+async fn fetch(id: &str) -> Result<vramfit::hub::HubModel, vramfit::hub::HubError> {
+    let id = vramfit::hub::parse_id(id).unwrap();
+    vramfit::web::hub::load(&source(10_000), &id).await
+}
+
+/// Waits `ms` milliseconds of real time (the network, unlike yew's scheduler, cannot be flushed).
+async fn pause(ms: i32) {
+    let p = js_sys::Promise::new(&mut |resolve, _| {
+        gloo::utils::window()
+            .set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms)
+            .unwrap();
+    });
+    wasm_bindgen_futures::JsFuture::from(p).await.unwrap();
+}
+
+/// Polls (every 50 ms, at most `ms`) until `selector`'s text satisfies `done`; returns the text.
+async fn wait_text(
+    root: &web_sys::Element,
+    selector: &str,
+    ms: i32,
+    done: impl Fn(&str) -> bool,
+) -> String {
+    let mut last = String::new();
+    for _ in 0..ms / 50 {
+        yew::scheduler::flush().await;
+        if let Some(el) = root.query_selector(selector).unwrap() {
+            last = el.text_content().unwrap_or_default();
+            if done(&last) {
+                return last;
+            }
+        }
+        pause(50).await;
+    }
+    panic!("{selector} never got there; last text: {last:?}");
+}
+
+fn mount_hub(query: &str, lang: Lang, base: &str, timeout_ms: u32) -> web_sys::Element {
+    let document = gloo::utils::document();
+    let root = document.create_element("div").unwrap();
+    document.body().unwrap().append_child(&root).unwrap();
+    let props = AppProps {
+        query: Some(query.to_string().into()),
+        lang: Some(lang),
+        hub_base: Some(base.to_string().into()),
+        hub_timeout_ms: Some(timeout_ms),
+    };
+    yew::Renderer::<App>::with_root_and_props(root.clone(), props).render();
+    root
+}
+
+/// Types `id` into the model search and presses the load button it brings up.
+async fn type_hub_id(root: &web_sys::Element, id: &str) {
+    set_input(root, "#model-filter", id);
+    yew::scheduler::flush().await;
+    find::<web_sys::HtmlElement>(root, "#hub-load").click();
+    yew::scheduler::flush().await;
+}
+
+#[wasm_bindgen_test]
+async fn the_browser_fetch_reads_exact_weights_of_real_layouts() {
+    use vramfit::hub::Dtype;
+    let m = fetch("meta-llama/Llama-3.2-1B").await.unwrap();
+    assert_eq!(
+        m.version,
+        Some(vramfit::hub::Version::Commit(
+            "0000000000000000000000000000000000f1c0de".into()
+        ))
+    );
+    let w = m.weights.as_ref().unwrap();
+    assert_eq!(
+        (w.bytes, w.tensors, w.parameters),
+        (2_471_628_800, 146, Some(1_235_814_400))
+    );
+
+    // Two shards of a bitsandbytes 8-bit checkpoint: their headers sum to the index's total_size.
+    let m = fetch("jeevanchaps/Meta-Llama3.1-8B-Instruct-assessment")
+        .await
+        .unwrap();
+    let w = m.weights.as_ref().unwrap();
+    assert_eq!(
+        (w.files_read, w.bytes, w.index_total_size),
+        (2, 9_086_705_888, Some(9_086_705_888))
+    );
+
+    // gpt-oss's MXFP4 experts (U8 blocks and scales) beside BF16 attention and embeddings.
+    let m = fetch("openai/gpt-oss-20b").await.unwrap();
+    let w = m.weights.as_ref().unwrap();
+    assert_eq!(w.bytes, 13_761_264_768);
+    let u8 = w.by_dtype.iter().find(|d| d.dtype == Dtype::U8).unwrap();
+    assert_eq!(u8.bytes, 10_152_345_600);
+
+    // A config with a bare Infinity (Python's json reads it; strict JSON does not).
+    let m = fetch("nvidia/Nemotron-H-56B-Base-8K").await.unwrap();
+    assert_eq!(m.imported().unwrap().arch.layers, 118);
+    assert_eq!(m.weights, Err(vramfit::hub::HubError::NoSafetensors));
+}
+
+#[wasm_bindgen_test]
+async fn the_browser_fetch_names_every_failure_and_never_hangs() {
+    use vramfit::hub::HubError;
+    assert!(matches!(
+        fetch("meta-llama/Llama-3.1-8B").await,
+        Err(HubError::Gated { status: 401, .. })
+    ));
+    assert!(matches!(
+        fetch("meta-llama/Llama-3.3-70B-Instruct").await,
+        Err(HubError::Gated { status: 403, .. })
+    ));
+    assert!(matches!(
+        fetch("nobody/no-such-model").await,
+        Err(HubError::NotFound { .. })
+    ));
+    let m = fetch("vramfit-test/truncated-header").await.unwrap();
+    assert!(
+        matches!(
+            m.weights,
+            Err(HubError::Truncated {
+                expected: 16_800,
+                got: 8_396,
+                ..
+            })
+        ),
+        "{:?}",
+        m.weights
+    );
+    let m = fetch("vramfit-test/bogus-header-length").await.unwrap();
+    assert!(matches!(m.weights, Err(HubError::HeaderTooLarge { length, .. }) if length == 1 << 40));
+    // The fixture answers after 3 s; the load gives up at 1 s.
+    let start = js_sys::Date::now();
+    let id = vramfit::hub::parse_id("vramfit-test/slow").unwrap();
+    let slow = vramfit::web::hub::load(&source(1_000), &id).await;
+    assert_eq!(slow, Err(HubError::Timeout { seconds: 1 }));
+    let took = js_sys::Date::now() - start;
+    assert!(took < 2_500.0, "{took} ms");
+    // Nothing listens on port 9: unreachable, at once.
+    let down = vramfit::web::hub::HubSource {
+        base: "http://127.0.0.1:9".into(),
+        timeout_ms: 5_000,
+    };
+    let id = vramfit::hub::parse_id("meta-llama/Llama-3.2-1B").unwrap();
+    assert_eq!(
+        vramfit::web::hub::load(&down, &id).await,
+        Err(HubError::Unreachable)
+    );
+}
+
+#[wasm_bindgen_test]
+async fn typing_a_hub_address_loads_the_model_and_links_it_by_id() {
+    vramfit::web::hub::forget("meta-llama/Llama-3.2-1B");
+    let root = mount_hub("", Lang::En, hub_base(), 10_000);
+    yew::scheduler::flush().await;
+    set_input(&root, "#model-filter", "not an id at all");
+    yew::scheduler::flush().await;
+    assert!(text(&root, "#hub-hint").contains("owner/name"));
+    type_hub_id(&root, "https://huggingface.co/meta-llama/Llama-3.2-1B").await;
+    let status = wait_text(&root, "#hub-status", 5_000, |t| t.contains("Loaded")).await;
+    assert!(
+        status.contains("meta-llama/Llama-3.2-1B") && status.contains("commit 0000000"),
+        "{status}"
+    );
+    assert!(
+        text(&root, "#hub-weights").contains("2.30 GiB, exact (BF16 2.30 GiB; 146 tensors in 1")
+    );
+    assert!(text(&root, "#hub-params").contains("1.236 B parameters"));
+    let model: web_sys::HtmlSelectElement = find(&root, "#model");
+    assert_eq!(model.value(), "custom");
+    let layers: web_sys::HtmlInputElement = find(&root, "#arch-layers");
+    assert_eq!(layers.value(), "16");
+    // Kept for offline use, and named in the link.
+    assert!(vramfit::web::hub::cached("meta-llama/Llama-3.2-1B").is_some());
+    pause(400).await; // the page writes its URL back once typing pauses for 300 ms
+    let query = gloo::utils::window().location().search().unwrap();
+    assert!(
+        query.contains("model=custom") && query.contains("hub=meta-llama%2FLlama-3.2-1B"),
+        "{query}"
+    );
+}
+
+#[wasm_bindgen_test]
+async fn a_shared_link_opens_offline_from_the_saved_copy_or_falls_back_to_its_shape() {
+    let id = "meta-llama/Llama-3.2-1B";
+    let model = fetch(id).await.unwrap();
+    vramfit::web::hub::remember(&model);
+    let form = vramfit::form::Form {
+        model: "custom".into(),
+        custom_arch: model.imported().unwrap().arch,
+        hub: id.into(),
+        ..Default::default()
+    };
+    let link = vramfit::share::encode(&form);
+    assert!(link.contains("hub=meta-llama%2FLlama-3.2-1B"), "{link}");
+    let offline = "http://127.0.0.1:9";
+    let root = mount_hub(&link, Lang::En, offline, 5_000);
+    let status = wait_text(&root, "#hub-status", 3_000, |t| t.contains("saved copy")).await;
+    assert!(status.contains(id), "{status}");
+    assert!(text(&root, "#hub-weights").contains("2.30 GiB"));
+
+    // No saved copy and no Hub: the link's own shape, with a notice.
+    vramfit::web::hub::forget(id);
+    let root = mount_hub(&link, Lang::En, offline, 5_000);
+    let status = wait_text(&root, "#hub-status", 3_000, |t| {
+        t.contains("Could not load")
+    })
+    .await;
+    assert!(
+        status.contains("could not be reached") && status.contains("shape saved in the link"),
+        "{status}"
+    );
+    let layers: web_sys::HtmlInputElement = find(&root, "#arch-layers");
+    assert_eq!(layers.value(), "16");
+}
+
+#[wasm_bindgen_test]
+async fn a_link_naming_only_the_id_loads_the_model_and_its_quantization() {
+    vramfit::web::hub::forget("openai/gpt-oss-20b");
+    let root = mount_hub("hub=openai%2Fgpt-oss-20b", Lang::En, hub_base(), 10_000);
+    wait_text(&root, "#hub-status", 5_000, |t| t.contains("Loaded")).await;
+    assert!(text(&root, "#hub-status").contains("(ETag "));
+    let weights: web_sys::HtmlSelectElement = find(&root, "#weights");
+    assert_eq!(weights.value(), "fp4");
+    let quant = text(&root, "#hub-quant");
+    assert!(
+        quant.contains("mxfp4") && quant.contains("nearest format, fp4"),
+        "{quant}"
+    );
+    assert!(text(&root, "#hub-weights").contains("12.8 GiB"));
+}
+
+#[wasm_bindgen_test]
+async fn gated_missing_and_slow_models_say_so_in_both_languages() {
+    let root = mount_hub("", Lang::En, hub_base(), 1_000);
+    yew::scheduler::flush().await;
+    type_hub_id(&root, "meta-llama/Llama-3.1-8B").await;
+    let msg = wait_text(&root, "#hub-status", 3_000, |t| t.contains("HTTP")).await;
+    assert!(
+        msg.contains("private or gated") && msg.contains("paste it into the import box"),
+        "{msg}"
+    );
+    type_hub_id(&root, "meta-llama/Llama-3.3-70B-Instruct").await;
+    let msg = wait_text(&root, "#hub-status", 3_000, |t| t.contains("403")).await;
+    assert!(
+        msg.contains("gated") && msg.contains("config.json"),
+        "{msg}"
+    );
+    type_hub_id(&root, "nobody/no-such-model").await;
+    let msg = wait_text(&root, "#hub-status", 3_000, |t| t.contains("404")).await;
+    assert!(msg.contains("not found"), "{msg}");
+    type_hub_id(&root, "vramfit-test/slow").await;
+    assert!(text(&root, "#hub-status").contains("Fetching"));
+    let msg = wait_text(&root, "#hub-status", 3_000, |t| !t.contains("Fetching")).await;
+    assert!(msg.contains("did not answer within 1 s"), "{msg}");
+    // The form never moved.
+    let model: web_sys::HtmlSelectElement = find(&root, "#model");
+    assert_eq!(model.value(), "llama-3.1-8b");
+
+    let root = mount_hub("", Lang::Zh, hub_base(), 10_000);
+    yew::scheduler::flush().await;
+    type_hub_id(&root, "meta-llama/Llama-3.1-8B").await;
+    let msg = wait_text(&root, "#hub-status", 3_000, |t| t.contains("HTTP")).await;
+    assert!(msg.contains("本页面不发送令牌"), "{msg}");
+    type_hub_id(&root, "vramfit-test/truncated-header").await;
+    let msg = wait_text(&root, "#hub-status", 5_000, |t| t.contains("已从")).await;
+    assert!(text(&root, "#hub-weights").contains("被截断"), "{msg}");
 }

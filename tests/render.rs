@@ -8,6 +8,7 @@ async fn render(query: &str, lang: Lang) -> String {
     yew::LocalServerRenderer::<App>::with_props(AppProps {
         query: Some(query.to_string().into()),
         lang: Some(lang),
+        ..AppProps::default()
     })
     .render()
     .await

@@ -7,6 +7,7 @@
 //! `intermediate_size_mlp` and interleaved MoE layers; `layer_types` for the sliding-window share; multimodal models
 //! nest the language model under `text_config`. Errors name the field; nothing here panics.
 
+use crate::model::peft::Method;
 use crate::model::{
     Architecture, AttentionKind, Biases, Lora, Mla, MlpKind, Module, Moe, WeightFormat,
 };
@@ -54,8 +55,10 @@ pub struct Imported {
     pub arch: Architecture,
     /// `model_type`, when given.
     pub model_type: Option<String>,
-    /// Weight format from a `quantization_config` block (bitsandbytes, GPTQ, AWQ).
+    /// Weight format from a `quantization_config` block (the nearest one: see [`Quantization`]).
     pub weights: Option<WeightFormat>,
+    /// The `quantization_config` block, when there is one.
+    pub quantization: Option<Quantization>,
 }
 
 /// Parses config.json text.
@@ -63,8 +66,9 @@ pub fn parse_config_text(text: &str) -> Result<Imported, ImportError> {
     if text.len() > MAX_CONFIG_BYTES {
         return Err(ImportError::TooLarge(text.len()));
     }
+    let text = crate::hub::python_json(text);
     let value: Value =
-        serde_json::from_str(text).map_err(|e| ImportError::NotJson(e.to_string()))?;
+        serde_json::from_str(&text).map_err(|e| ImportError::NotJson(e.to_string()))?;
     parse_config(&value)
 }
 
@@ -334,14 +338,16 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
         let (field, reason) = e.split_once(": ").unwrap_or(("config", e.as_str()));
         invalid(field, reason)
     })?;
-    let weights = outer
-        .get("quantization_config")
-        .and_then(Value::as_object)
-        .and_then(quantization_format);
+    // Multimodal configs may keep it beside the language model (Kimi-K2.5: `text_config.quantization_config`).
+    let quantization = [outer, obj]
+        .iter()
+        .find_map(|o| o.get("quantization_config").and_then(Value::as_object))
+        .map(quantization);
     Ok(Imported {
         arch,
         model_type,
-        weights,
+        weights: quantization.as_ref().and_then(|q| q.format),
+        quantization,
     })
 }
 
@@ -427,29 +433,108 @@ fn llama4_chunked_share(obj: &Map<String, Value>, layers: u32) -> f64 {
     (layers - nope) as f64 / layers as f64
 }
 
-/// Weight format from a `quantization_config` block (transformers `BitsAndBytesConfig`, `GPTQConfig`,
-/// `AwqConfig` serializations).
-fn quantization_format(q: &Map<String, Value>) -> Option<WeightFormat> {
-    let method = q.get("quant_method").and_then(Value::as_str).unwrap_or("");
-    let bits = q.get("bits").and_then(Value::as_u64).unwrap_or(4);
-    let flag = |k: &str| q.get(k).and_then(Value::as_bool).unwrap_or(false);
-    match method {
-        "gptq" if bits == 8 => Some(WeightFormat::GptqInt8),
-        "gptq" => Some(WeightFormat::GptqInt4),
-        "awq" => Some(WeightFormat::AwqInt4),
-        "fp8" => Some(WeightFormat::Fp8),
+/// What a `quantization_config` block says, and how closely a [`WeightFormat`] models it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Quantization {
+    /// `quant_method` as written (`bitsandbytes`, `gptq`, `awq`, `fp8`, `mxfp4`, `compressed-tensors`, …).
+    pub method: String,
+    /// The nearest format the model knows; `None` when none is near (the weights keep the form's format).
+    pub format: Option<WeightFormat>,
+    /// `format` only approximates the stored layout: its bytes per weight differ by more than about 1%, or
+    /// it quantizes other layers than the checkpoint does.
+    pub approximate: bool,
+}
+
+/// Reads a `quantization_config` block (transformers `utils/quantization_config.py`: `BitsAndBytesConfig`,
+/// `GPTQConfig`, `AwqConfig`, `FineGrainedFP8Config`, `FbgemmFp8Config`, `Mxfp4Config`,
+/// `CompressedTensorsConfig`, and NVIDIA ModelOpt's `quant_algo`):
+/// - bitsandbytes 4-bit NF4/FP4 (± double quantization) and LLM.int8(): modelled exactly;
+/// - GPTQ/AWQ: modelled at 4 or 8 bits with group size 128; other widths or groups are approximated;
+/// - FP8 (block-wise or per-row scales): 1 B per weight, the scales are < 0.1%;
+/// - MXFP4 (gpt-oss): 4-bit E2M1 values with one 8-bit scale per 32, 4.25 bits, and only the experts
+///   quantized: approximated as FP4 (4.5 bits, every decoder linear layer);
+/// - compressed-tensors: from its first weight group's `num_bits`/`type`/`group_size` (int4 → GPTQ int4,
+///   exact at group 128; 4-bit float (NVFP4: an 8-bit scale per 16, 4.5 bits) → FP4; 8-bit float → FP8;
+///   8-bit int → int8);
+/// - ModelOpt `quant_algo` FP8 → FP8, NVFP4 → FP4, and W4A16 AWQ → AWQ int4; a mixed recipe is approximated.
+///
+/// Anything else (HQQ, AQLM, EETQ, quanto, torchao, BitNet, …) has no near format.
+fn quantization(q: &Map<String, Value>) -> Quantization {
+    let method = q
+        .get("quant_method")
+        .and_then(Value::as_str)
+        .unwrap_or("bitsandbytes")
+        .to_ascii_lowercase();
+    let num = |v: Option<&Value>, default: i64| v.and_then(Value::as_i64).unwrap_or(default);
+    let bits = num(q.get("bits"), 4);
+    let group = num(q.get("group_size"), 128);
+    let flag = |k: &str| {
+        [k.to_string(), format!("_{k}")]
+            .iter()
+            .any(|k| q.get(k).and_then(Value::as_bool).unwrap_or(false))
+    };
+    use WeightFormat::*;
+    let (format, approximate) = match method.as_str() {
+        "gptq" if bits == 8 => (Some(GptqInt8), group != 128),
+        "gptq" => (Some(GptqInt4), bits != 4 || group != 128),
+        "awq" => (Some(AwqInt4), bits != 4 || group != 128),
+        "fp8" | "fbgemm_fp8" => (Some(Fp8), false),
+        "mxfp4" => (Some(Fp4), true),
+        "compressed-tensors" => compressed_tensors(q),
+        "modelopt" => {
+            let algo = q
+                .get("quant_algo")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_ascii_uppercase();
+            match algo.as_str() {
+                "FP8" => (Some(Fp8), false),
+                "NVFP4" => (Some(Fp4), false),
+                "W4A16_AWQ" => (Some(AwqInt4), false),
+                "MIXED_PRECISION" => (Some(Fp4), true),
+                _ => (None, true),
+            }
+        }
         _ if flag("load_in_4bit") => {
             let fp4 = q.get("bnb_4bit_quant_type").and_then(Value::as_str) == Some("fp4");
-            Some(if fp4 {
-                WeightFormat::Fp4
+            let f = if fp4 {
+                Fp4
             } else if flag("bnb_4bit_use_double_quant") {
-                WeightFormat::Nf4Dq
+                Nf4Dq
             } else {
-                WeightFormat::Nf4
-            })
+                Nf4
+            };
+            (Some(f), false)
         }
-        _ if flag("load_in_8bit") => Some(WeightFormat::Int8),
-        _ => None,
+        _ if flag("load_in_8bit") => (Some(Int8), false),
+        _ => (None, true),
+    };
+    Quantization {
+        method,
+        format,
+        approximate,
+    }
+}
+
+/// compressed-tensors (llm-compressor): the first `config_groups` entry's `weights` scheme.
+fn compressed_tensors(q: &Map<String, Value>) -> (Option<WeightFormat>, bool) {
+    let Some(w) = q
+        .get("config_groups")
+        .and_then(Value::as_object)
+        .and_then(|g| g.values().next())
+        .and_then(|g| g.get("weights"))
+    else {
+        return (None, true);
+    };
+    let bits = w.get("num_bits").and_then(Value::as_i64).unwrap_or(0);
+    let float = w.get("type").and_then(Value::as_str) == Some("float");
+    let group = w.get("group_size").and_then(Value::as_i64);
+    match (bits, float) {
+        (4, false) => (Some(WeightFormat::GptqInt4), group != Some(128)),
+        (4, true) => (Some(WeightFormat::Fp4), group != Some(16)),
+        (8, true) => (Some(WeightFormat::Fp8), false),
+        (8, false) => (Some(WeightFormat::Int8), false),
+        _ => (None, true),
     }
 }
 
@@ -532,8 +617,9 @@ pub fn parse_any_text(text: &str) -> Result<ImportedFile, ImportError> {
     if text.len() > MAX_CONFIG_BYTES {
         return Err(ImportError::TooLarge(text.len()));
     }
+    let text = crate::hub::python_json(text);
     let value: Value =
-        serde_json::from_str(text).map_err(|e| ImportError::NotJson(e.to_string()))?;
+        serde_json::from_str(&text).map_err(|e| ImportError::NotJson(e.to_string()))?;
     let obj = value.as_object().ok_or(ImportError::NotObject)?;
     if obj.contains_key("peft_type") || obj.contains_key("target_modules") {
         parse_adapter_config(&value).map(ImportedFile::Adapter)
@@ -562,11 +648,60 @@ fn modules_for(name: &str) -> &'static [Module] {
     }
 }
 
-/// Reads a PEFT `adapter_config.json` (PEFT `LoraConfig` serialization).
+/// The PEFT method an `adapter_config.json` names (`peft_type`, PEFT `utils/peft_types.py` `PeftType`); no
+/// `peft_type` means LoRA (older files).
+fn peft_method(obj: &Map<String, Value>) -> Result<Method, ImportError> {
+    let name = obj
+        .get("peft_type")
+        .and_then(Value::as_str)
+        .unwrap_or("LORA");
+    Ok(match name.to_ascii_uppercase().as_str() {
+        "LORA" => Method::Lora,
+        "ADALORA" => Method::AdaLora,
+        "VERA" => Method::Vera,
+        "IA3" => Method::Ia3,
+        "LOHA" => Method::Loha,
+        "LOKR" => Method::Lokr,
+        "OFT" => Method::Oft,
+        "PROMPT_TUNING" => Method::PromptTuning,
+        "PREFIX_TUNING" => Method::PrefixTuning,
+        "P_TUNING" => Method::PTuning,
+        other => {
+            return Err(invalid(
+                "peft_type",
+                &format!("{other} is not modelled (LoRA, AdaLoRA, VeRA, IA3, LoHa, LoKr, OFT and the prompt methods are)"),
+            ))
+        }
+    })
+}
+
+/// Reads a PEFT `adapter_config.json`: `LoraConfig` and the other methods' configs (`r`, AdaLoRA `init_r`,
+/// OFT `oft_block_size`, prompt methods' `num_virtual_tokens` and `encoder_hidden_size`).
 pub fn parse_adapter_config(value: &Value) -> Result<AdapterSettings, ImportError> {
     let obj = value.as_object().ok_or(ImportError::NotObject)?;
     let r = Reader(obj);
-    let rank = r.req(&["r"], "r")?;
+    let method = peft_method(obj)?;
+    if method.is_prompt() {
+        let lora = Lora {
+            method,
+            virtual_tokens: r.req(&["num_virtual_tokens"], "num_virtual_tokens")?,
+            encoder_hidden: r
+                .opt(&["encoder_hidden_size"])?
+                .unwrap_or(Lora::default().encoder_hidden),
+            dropout: false,
+            ..Lora::default()
+        };
+        return Ok(AdapterSettings {
+            lora,
+            unknown_targets: Vec::new(),
+        });
+    }
+    let rank = match method {
+        Method::AdaLora => r.req(&["init_r", "r"], "init_r")?,
+        Method::Oft => r.opt(&["oft_block_size"])?.filter(|b| *b > 0).unwrap_or(32),
+        Method::Ia3 => 1,
+        _ => r.req(&["r"], "r")?,
+    };
     let mut targets: Vec<Module> = Vec::new();
     let mut unknown_targets = Vec::new();
     match obj.get("target_modules") {
@@ -622,10 +757,11 @@ pub fn parse_adapter_config(value: &Value) -> Result<AdapterSettings, ImportErro
             train_embed: has(&["embed_tokens", "wte", "word_embeddings", "embed_in"]),
             train_lm_head: has(&["lm_head", "embed_out", "output_layer"]),
             dora: r.bool("use_dora").unwrap_or(false),
-            dropout: obj
-                .get("lora_dropout")
-                .and_then(Value::as_f64)
-                .is_some_and(|p| p > 0.0),
+            dropout: ["lora_dropout", "vera_dropout"]
+                .iter()
+                .filter_map(|k| obj.get(*k).and_then(Value::as_f64))
+                .any(|p| p > 0.0),
+            method,
             ..Lora::default()
         },
         unknown_targets,

@@ -30,7 +30,10 @@ pub fn act_bytes(job: &Job) -> f64 {
 
 /// Whether layer weights (not just adapters) get gradients in this job's trained layers.
 fn weights_trained(job: &Job) -> bool {
-    matches!(job.mode, Mode::Full | Mode::Freeze | Mode::Badam | Mode::Lisa)
+    matches!(
+        job.mode,
+        Mode::Full | Mode::Freeze | Mode::Badam | Mode::Lisa
+    )
 }
 
 /// Whether the working weights are fp32 under bf16/fp16 autocast (HF Trainer AMP on an fp32-loaded model):

@@ -22,6 +22,12 @@ pub struct AppProps {
     /// Start in this language instead of the remembered/browser one.
     #[prop_or_default]
     pub lang: Option<Lang>,
+    /// Fetch Hub models from here instead of https://huggingface.co (the browser tests' fixture server).
+    #[prop_or_default]
+    pub hub_base: Option<AttrValue>,
+    /// Give up a Hub load after this long instead of 10 s (tests).
+    #[prop_or_default]
+    pub hub_timeout_ms: Option<u32>,
 }
 
 /// The whole calculator page.
@@ -50,6 +56,35 @@ pub fn App(props: &AppProps) -> Html {
         let webgpu = webgpu.clone();
         use_effect_with((), move |_| {
             yew::platform::spawn_local(async move { webgpu.set(web::webgpu_info().await) });
+        });
+    }
+
+    // A Hub load: the status shows it at once; its result arrives as an edit, applied only if it is still
+    // the load the page waits for.
+    let on_hub = {
+        let state = state.clone();
+        let source = web::hub::HubSource {
+            base: props
+                .hub_base
+                .as_ref()
+                .map_or_else(|| crate::hub::DEFAULT_BASE.to_string(), |b| b.to_string()),
+            timeout_ms: props.hub_timeout_ms.unwrap_or(crate::hub::TIMEOUT_MS),
+        };
+        Callback::from(move |(id, prefer_cache): (String, bool)| {
+            state.dispatch(Edit::HubFetching(id.clone()));
+            let (state, source) = (state.clone(), source.clone());
+            yew::platform::spawn_local(async move {
+                state.dispatch(web::hub::resolve(&source, &id, prefer_cache).await);
+            });
+        })
+    };
+    {
+        // A link that names a Hub model: its saved copy, else the Hub (once, after the first render).
+        let (on_hub, id) = (on_hub.clone(), start.0.hub.clone());
+        use_effect_with((), move |_| {
+            if !id.is_empty() {
+                on_hub.emit((id, true));
+            }
         });
     }
 
@@ -109,7 +144,7 @@ pub fn App(props: &AppProps) -> Html {
             }
             <ContextProvider<Lang> context={*lang}>
             <main>
-                <Inputs form={form.clone()} import={state.import.clone()} effective_batch={job.effective_batch()} webgpu={(*webgpu).clone()} on_edit={on_edit.clone()} />
+                <Inputs form={form.clone()} import={state.import.clone()} hub={state.hub.clone()} on_hub={on_hub.clone()} effective_batch={job.effective_batch()} webgpu={(*webgpu).clone()} on_edit={on_edit.clone()} />
                 <div class="output">
                     <Results estimate={advice.estimate.clone()} verdict={advice.verdict.clone()} gpu_name={AttrValue::from(form.gpu_name())} />
                     <AdvicePanel form={form.clone()} advice={advice.clone()} {on_apply} />

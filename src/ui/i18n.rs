@@ -235,6 +235,38 @@ pub struct Text {
     pub doctor_title: &'static str,
     pub doctor_help: &'static str,
     pub doctor_evidence: &'static str,
+    pub hub_hint: &'static str,
+    pub hub_load: &'static str,
+    pub hub_fetching: &'static str,
+    pub hub_loaded: &'static str,
+    pub hub_cached: &'static str,
+    pub hub_commit: &'static str,
+    pub hub_etag: &'static str,
+    pub hub_version_unknown: &'static str,
+    pub hub_weights: &'static str,
+    pub hub_weights_partial: &'static str,
+    pub hub_params: &'static str,
+    pub hub_quant_approx: &'static str,
+    pub hub_quant_exact: &'static str,
+    pub hub_quant_unknown: &'static str,
+    pub hub_weights_failed: &'static str,
+    pub hub_fallback: &'static str,
+    pub hub_err_id: &'static str,
+    pub hub_err_401: &'static str,
+    pub hub_err_403: &'static str,
+    pub hub_err_404: &'static str,
+    pub hub_err_http: &'static str,
+    pub hub_err_unreachable: &'static str,
+    pub hub_err_timeout: &'static str,
+    pub hub_err_tls: &'static str,
+    pub hub_err_config: &'static str,
+    pub hub_err_too_large: &'static str,
+    pub hub_err_header_size: &'static str,
+    pub hub_err_truncated: &'static str,
+    pub hub_err_header: &'static str,
+    pub hub_err_index: &'static str,
+    pub hub_err_range: &'static str,
+    pub hub_err_no_weights: &'static str,
 }
 
 /// A GPU component's label.
@@ -487,6 +519,38 @@ pub static EN: Text = Text {
     doctor_title: "OOM doctor: paste an error",
     doctor_help: "Paste the traceback or log (the last lines matter most). Nothing leaves your browser.",
     doctor_evidence: "Evidence",
+    hub_hint: "Not in the list? Type a Hugging Face model id (owner/name) or paste its address.",
+    hub_load: "Load {id} from the Hugging Face Hub",
+    hub_fetching: "Fetching {id} from the Hugging Face Hub…",
+    hub_loaded: "Loaded {id} from the Hugging Face Hub ({version}).",
+    hub_cached: "Loaded {id} from this browser's saved copy ({version}).",
+    hub_commit: "commit {commit}",
+    hub_etag: "ETag {etag}",
+    hub_version_unknown: "version not given",
+    hub_weights: "Stored weights: {size}, exact ({dtypes}; {tensors} tensors in {files} safetensors files).",
+    hub_weights_partial: "Stored weights: {size} (the index's total); data types from {read} of {files} files: {dtypes}.",
+    hub_params: "{params} B parameters in the checkpoint; the shape read from config.json has {shape} B.",
+    hub_quant_approx: "Its quantization ({method}) is estimated as the nearest format, {format}: the estimate's weights differ from the stored size.",
+    hub_quant_exact: "Its quantization ({method}) is estimated as {format}.",
+    hub_quant_unknown: "Its quantization ({method}) is not modelled: the weights are counted in the format chosen below.",
+    hub_weights_failed: "The shape is loaded, but the weights could not be read: {error}",
+    hub_fallback: "Could not load {id} from the Hub: {error} The shape saved in the link is used.",
+    hub_err_id: "“{input}” is not a model id: expected owner/name or a huggingface.co address.",
+    hub_err_401: "{id} is private or gated, or does not exist (HTTP 401). This page sends no token: download its config.json and paste it into the import box below.",
+    hub_err_403: "{id} is gated (HTTP 403): it needs its terms accepted and a token, which this page does not send. Download its config.json and paste it into the import box below.",
+    hub_err_404: "{id} was not found on the Hub ({file}, HTTP 404): check the id.",
+    hub_err_http: "The Hub answered HTTP {status} for {file}.",
+    hub_err_unreachable: "The Hub could not be reached (offline, blocked, or a network error).",
+    hub_err_timeout: "The Hub did not answer within {seconds} s.",
+    hub_err_tls: "https:// needs TLS, which this build does not include.",
+    hub_err_config: "its config.json could not be read: {error}",
+    hub_err_too_large: "{file} is larger than {limit}, so it was not read.",
+    hub_err_header_size: "{file} declares a header of {size}, above the safetensors limit of 100 MB: it is not a valid safetensors file.",
+    hub_err_truncated: "the header of {file} is truncated ({got} of {expected} bytes).",
+    hub_err_header: "the header of {file} is not valid safetensors ({reason}).",
+    hub_err_index: "model.safetensors.index.json is not valid ({reason}).",
+    hub_err_range: "the server ignored the byte-range request for {file}.",
+    hub_err_no_weights: "the repository has no safetensors weights (model.safetensors or its index).",
 };
 
 pub static ZH: Text = Text {
@@ -680,6 +744,38 @@ pub static ZH: Text = Text {
     doctor_title: "OOM 诊断：粘贴报错信息",
     doctor_help: "粘贴报错堆栈或日志（最后几行最重要）。内容不会离开你的浏览器。",
     doctor_evidence: "依据",
+    hub_hint: "列表里没有？输入 Hugging Face 模型 ID（owner/name）或粘贴其网址。",
+    hub_load: "从 Hugging Face Hub 加载 {id}",
+    hub_fetching: "正在从 Hugging Face Hub 获取 {id}…",
+    hub_loaded: "已从 Hugging Face Hub 加载 {id}（{version}）。",
+    hub_cached: "已从本浏览器保存的副本加载 {id}（{version}）。",
+    hub_commit: "提交 {commit}",
+    hub_etag: "ETag {etag}",
+    hub_version_unknown: "未提供版本",
+    hub_weights: "存储的权重：{size}，精确值（{dtypes}；{files} 个 safetensors 文件中的 {tensors} 个张量）。",
+    hub_weights_partial: "存储的权重：{size}（索引给出的总量）；数据类型来自 {files} 个文件中的 {read} 个：{dtypes}。",
+    hub_params: "检查点中有 {params} B 参数；按 config.json 读出的结构为 {shape} B。",
+    hub_quant_approx: "其量化方式（{method}）按最接近的格式 {format} 估算：估算的权重大小与存储大小不同。",
+    hub_quant_exact: "其量化方式（{method}）按 {format} 估算。",
+    hub_quant_unknown: "其量化方式（{method}）未建模：权重按下方选择的格式计算。",
+    hub_weights_failed: "结构已加载，但无法读取权重：{error}",
+    hub_fallback: "无法从 Hub 加载 {id}：{error} 使用链接中保存的结构。",
+    hub_err_id: "“{input}” 不是模型 ID：应为 owner/name 或 huggingface.co 网址。",
+    hub_err_401: "{id} 是私有或需授权的模型，或不存在（HTTP 401）。本页面不发送令牌：请下载它的 config.json 并粘贴到下方的导入框。",
+    hub_err_403: "{id} 需要授权（HTTP 403）：须接受其条款并使用令牌，而本页面不发送令牌。请下载它的 config.json 并粘贴到下方的导入框。",
+    hub_err_404: "在 Hub 上找不到 {id}（{file}，HTTP 404）：请检查 ID。",
+    hub_err_http: "Hub 对 {file} 返回了 HTTP {status}。",
+    hub_err_unreachable: "无法连接 Hub（离线、被拦截或网络错误）。",
+    hub_err_timeout: "Hub 在 {seconds} 秒内没有响应。",
+    hub_err_tls: "https:// 需要 TLS，而此版本不包含 TLS。",
+    hub_err_config: "无法读取其 config.json：{error}",
+    hub_err_too_large: "{file} 超过 {limit}，未读取。",
+    hub_err_header_size: "{file} 声明的文件头大小为 {size}，超过 safetensors 的 100 MB 上限：不是有效的 safetensors 文件。",
+    hub_err_truncated: "{file} 的文件头被截断（{expected} 字节中只有 {got} 字节）。",
+    hub_err_header: "{file} 的文件头不是有效的 safetensors（{reason}）。",
+    hub_err_index: "model.safetensors.index.json 无效（{reason}）。",
+    hub_err_range: "服务器忽略了对 {file} 的字节范围请求。",
+    hub_err_no_weights: "该仓库没有 safetensors 权重（model.safetensors 或其索引）。",
 };
 
 /// A remedy's change in words, with the new value where it helps ("Micro-batch 2, accumulation 8").
@@ -906,6 +1002,51 @@ pub fn hardware_warning(lang: Lang, w: crate::advice::HardwareWarning) -> &'stat
     }
 }
 
+/// A Hub error in words, with its figures filled in.
+pub fn hub_error(lang: Lang, e: &crate::hub::HubError) -> String {
+    use crate::hub::HubError::*;
+    let t = lang.t();
+    let size = |n: u64| crate::bytes::fmt_gib(n as f64);
+    match e {
+        BadId(input) => t.hub_err_id.replace("{input}", input),
+        Gated { id, status: 401 } => t.hub_err_401.replace("{id}", id),
+        Gated { id, .. } => t.hub_err_403.replace("{id}", id),
+        NotFound { id, file } => t.hub_err_404.replace("{id}", id).replace("{file}", file),
+        Http { file, status } => t
+            .hub_err_http
+            .replace("{status}", &status.to_string())
+            .replace("{file}", file),
+        Unreachable => t.hub_err_unreachable.into(),
+        Timeout { seconds } => t.hub_err_timeout.replace("{seconds}", &seconds.to_string()),
+        NeedsTls => t.hub_err_tls.into(),
+        BadConfig(error) => t.hub_err_config.replace("{error}", error),
+        TooLarge { file, limit } => t
+            .hub_err_too_large
+            .replace("{file}", file)
+            .replace("{limit}", &size(*limit)),
+        HeaderTooLarge { file, length } => t
+            .hub_err_header_size
+            .replace("{file}", file)
+            .replace("{size}", &size(*length)),
+        Truncated {
+            file,
+            expected,
+            got,
+        } => t
+            .hub_err_truncated
+            .replace("{file}", file)
+            .replace("{got}", &got.to_string())
+            .replace("{expected}", &expected.to_string()),
+        BadHeader { file, reason } => t
+            .hub_err_header
+            .replace("{file}", file)
+            .replace("{reason}", reason),
+        BadIndex(reason) => t.hub_err_index.replace("{reason}", reason),
+        RangeIgnored { file } => t.hub_err_range.replace("{file}", file),
+        NoSafetensors => t.hub_err_no_weights.into(),
+    }
+}
+
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
@@ -929,7 +1070,11 @@ mod tests {
         for (key, e) in en {
             let (e, z) = (e.as_str().unwrap(), zh[key].as_str().unwrap());
             assert!(!z.trim().is_empty(), "{key}: empty in Chinese");
-            assert_eq!(placeholders(e), placeholders(z), "{key}: placeholders differ");
+            assert_eq!(
+                placeholders(e),
+                placeholders(z),
+                "{key}: placeholders differ"
+            );
         }
     }
 }

@@ -1,12 +1,14 @@
 //! The input panel: every setting of the form, grouped, with labels, units and tooltips.
 
 use super::fields::{NumberField, SelectField};
+use super::hub_status::HubStatus;
 use super::i18n::{Lang, Text};
 use super::import_box::ImportBox;
 use crate::catalog;
 use crate::edit::{ArchField, Edit, ImportOutcome};
 use crate::form::{Form, CUSTOM};
 use crate::model::limits;
+use crate::model::peft::Method;
 use crate::model::{
     AttentionImpl, Checkpointing, KvDtype, LossImpl, Mode, Module, Offload, Optimizer, Parallelism,
     Precision, Stack, WeightFormat,
@@ -31,6 +33,12 @@ pub struct InputsProps {
     pub import: Option<ImportOutcome>,
     /// Receives every change as an intent.
     pub on_edit: Callback<Edit>,
+    /// Where the last Hugging Face Hub load stands.
+    #[prop_or_default]
+    pub hub: crate::hub::HubState,
+    /// Starts a Hub load of an id (`false`: ask the Hub, not this browser's copy first).
+    #[prop_or_default]
+    pub on_hub: Callback<(String, bool)>,
 }
 
 fn id_of<T: Serialize>(v: &T) -> AttrValue {
@@ -84,8 +92,10 @@ pub fn Inputs(props: &InputsProps) -> Html {
                 <legend>{ t.group_model }</legend>
                 <div class="field">
                     <label for="model-filter">{ t.filter }</label>
-                    <input id="model-filter" type="search" placeholder={t.filter} value={(*filter).clone()} oninput={on_filter} />
+                    <input id="model-filter" type="search" placeholder={t.filter} value={(*filter).clone()} oninput={on_filter}
+                        onkeydown={hub_on_enter(props, &filter)} />
                 </div>
+                { hub_picker(props, t, &filter) }
                 <SelectField id="model" label={t.model} tip={t.model_tip} options={model_options(t, form, &filter)}
                     value={AttrValue::from(form.model.clone())} on_change={set::<String>(props, "model")} />
                 if form.model == CUSTOM { { arch_editor(props, t) } }
@@ -184,6 +194,44 @@ fn gpu_options(t: &Text) -> Vec<(AttrValue, AttrValue)> {
         .collect();
     options.push((AttrValue::from(CUSTOM), AttrValue::from(t.custom_gpu)));
     options
+}
+
+/// The Hub id typed into the model search, if it is one.
+fn hub_id(filter: &str) -> Option<String> {
+    crate::hub::parse_id(filter).ok().map(|id| id.to_string())
+}
+
+/// Enter in the model search loads the Hub id typed there.
+fn hub_on_enter(props: &InputsProps, filter: &str) -> Callback<KeyboardEvent> {
+    let (on_hub, id) = (props.on_hub.clone(), hub_id(filter));
+    Callback::from(move |e: KeyboardEvent| {
+        if let (Some(id), "Enter") = (&id, e.key().as_str()) {
+            e.prevent_default();
+            on_hub.emit((id.clone(), false));
+        }
+    })
+}
+
+/// Under the model search: a button that loads the Hub id typed there (or, for other text, how to), and
+/// where the last load stands.
+fn hub_picker(props: &InputsProps, t: &'static Text, filter: &str) -> Html {
+    let button = match hub_id(filter) {
+        Some(id) => {
+            let (on_hub, label) = (props.on_hub.clone(), t.hub_load.replace("{id}", &id));
+            let onclick = Callback::from(move |_: MouseEvent| on_hub.emit((id.clone(), false)));
+            html! { <button type="button" id="hub-load" class="chip" {onclick}>{ label }</button> }
+        }
+        None if !filter.trim().is_empty() => {
+            html! { <p class="hint" id="hub-hint">{ t.hub_hint }</p> }
+        }
+        None => html! {},
+    };
+    html! {
+        <>
+            { button }
+            <HubStatus state={props.hub.clone()} form={props.form.clone()} />
+        </>
+    }
 }
 
 /// The WebGPU device hint: the catalog GPUs of the family the browser reports, as one-click choices.
@@ -308,8 +356,36 @@ fn shapes_picker(props: &InputsProps) -> Callback<String> {
 fn lora_inputs(props: &InputsProps, t: &'static Text) -> Html {
     let form = &props.form;
     let toggle = |m: Module| send::<Event>(props, Edit::ToggleTarget(m));
+    let method = form.peft_method;
+    // How the chosen method compares with LoRA on the same job: said in words when it barely matters.
+    let vs_lora = (method != Method::Lora).then(|| {
+        let need = |m: Method| {
+            let mut f = form.clone();
+            f.peft_method = m;
+            crate::model::estimate(&f.job()).fit_need
+        };
+        let (this, lora) = (need(method), need(Method::Lora));
+        let pct = (this - lora) / lora.max(1.0) * 100.0;
+        if pct.abs() < 1.0 {
+            t.peft_like_lora.to_string()
+        } else {
+            t.peft_vs_lora.replace("{pct}", &format!("{pct:+.0}%"))
+        }
+    });
     html! {
         <>
+            <SelectField id="peft" label={t.peft_method} tip={t.peft_method_tip} value={id_of(&method)}
+                options={opts(&[
+                    (Method::Lora, "LoRA"), (Method::LoraFa, "LoRA-FA"), (Method::AdaLora, "AdaLoRA"),
+                    (Method::Vera, "VeRA"), (Method::Ia3, "IA³"), (Method::Loha, "LoHa"), (Method::Lokr, "LoKr"),
+                    (Method::Oft, "OFT"), (Method::PromptTuning, t.opt_prompt_tuning),
+                    (Method::PrefixTuning, t.opt_prefix_tuning), (Method::PTuning, "P-tuning")])}
+                on_change={set::<String>(props, "peft")} />
+            if let Some(note) = vs_lora { <p class="hint" id="peft-vs-lora">{ note }</p> }
+            if method.is_prompt() {
+                <NumberField id="vtok" label={t.virtual_tokens} unit={t.tokens} tip={t.virtual_tokens_tip} value={form.virtual_tokens}
+                    min={range("vtok").0} max={range("vtok").1} error_text={t.bad_number} on_change={set(props, "vtok")} />
+            } else {
             <NumberField id="rank" label={t.rank} unit="r" tip={t.rank_tip} value={form.lora_rank} min={range("rank").0} max={range("rank").1}
                 error_text={t.bad_number} on_change={set(props, "rank")} />
             <div class="field targets" title={t.targets_tip}>
@@ -331,6 +407,7 @@ fn lora_inputs(props: &InputsProps, t: &'static Text) -> Html {
                 { check("lora-dora", "DoRA", t.dora_tip, form.dora, setting_flag(props, "dora")) }
                 { check("lora-dropout", t.dropout, t.dropout_tip, form.lora_dropout, setting_flag(props, "dropout")) }
             </div>
+            }
         </>
     }
 }

@@ -4,6 +4,7 @@ mod advice_panel;
 mod app;
 mod doctor_panel;
 mod fields;
+mod hub_status;
 pub mod i18n;
 mod import_box;
 mod inputs;

@@ -2,6 +2,8 @@
 //! of the crate never asks where it runs. Errors from the browser (private mode, blocked storage) are
 //! swallowed: the page keeps working without the feature.
 
+pub mod hub;
+
 const STATE_KEY: &str = "vramfit.state";
 
 /// What the browser's WebGPU adapter says about the GPU. It never includes memory size.
@@ -64,6 +66,10 @@ mod imp {
 
     pub fn save(key: &str, value: &str) {
         let _ = LocalStorage::raw().set_item(key, value);
+    }
+
+    pub fn remove(key: &str) {
+        let _ = LocalStorage::raw().remove_item(key);
     }
 
     pub fn browser_lang() -> String {
@@ -149,6 +155,7 @@ mod imp {
         None
     }
     pub fn save(_: &str, _: &str) {}
+    pub fn remove(_: &str) {}
     pub fn browser_lang() -> String {
         String::new()
     }
