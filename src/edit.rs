@@ -36,7 +36,7 @@ pub enum Edit {
     /// Tie or untie the custom shape's embeddings.
     TiedEmbeddings(bool),
     /// Take a whole form: a remedy the advisor computed from the current one.
-    Replace(Form),
+    Replace(Box<Form>),
     /// Read a pasted or dropped text and apply it to the current form.
     Import(String),
     /// A Hugging Face Hub load started (`web::hub`); its result follows as one of the two below.
@@ -93,7 +93,7 @@ impl Edit {
                 form.custom_arch.tied_embeddings = t;
                 form.hub.clear();
             }
-            Edit::Replace(next) => *form = next,
+            Edit::Replace(next) => *form = *next,
             Edit::Import(text) => {
                 return Some(detect(&text, form).map(|d| {
                     *form = d.form;

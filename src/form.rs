@@ -60,6 +60,20 @@ pub struct Form {
     pub kv_dtype: KvDtype,
     /// The Hugging Face Hub id (`owner/name`) `custom_arch` was loaded from; empty otherwise.
     pub hub: String,
+    /// Layers trained at once: freeze tuning's last layers, BAdam's block, LISA's sampled layers.
+    pub trained_layers: u32,
+    /// Rank of GaLore's / APOLLO's gradient projection.
+    pub projection_rank: u32,
+    /// Step each parameter in backward and free its gradient (torchtune `optimizer_in_bwd`).
+    pub optimizer_in_backward: bool,
+    /// SFT or a preference / RL objective.
+    pub objective: crate::model::preference::Objective,
+    /// Where DPO's, KTO's or GRPO's reference model comes from.
+    pub reference: crate::model::preference::Reference,
+    /// GRPO: completions per prompt, completion length, and a colocated vLLM engine's GiB.
+    pub generations: u32,
+    pub completion_tokens: u32,
+    pub vllm_gib: u32,
 }
 
 impl Default for Form {
@@ -100,6 +114,14 @@ impl Default for Form {
             concurrent: 1,
             kv_dtype: KvDtype::Bf16,
             hub: String::new(),
+            trained_layers: 2,
+            projection_rank: 128,
+            optimizer_in_backward: false,
+            objective: crate::model::preference::Objective::Sft,
+            reference: crate::model::preference::Reference::Copy,
+            generations: 8,
+            completion_tokens: 256,
+            vllm_gib: 0,
         }
     }
 }
@@ -159,6 +181,16 @@ impl Form {
         job.inference.new_tokens = self.new_tokens;
         job.inference.batch = self.concurrent;
         job.inference.kv_dtype = self.kv_dtype;
+        job.freeze_trainable_layers = self.trained_layers;
+        job.projection_rank = self.projection_rank;
+        job.optimizer_in_backward = self.optimizer_in_backward;
+        job.objective = self.objective;
+        job.reference = self.reference;
+        job.grpo = crate::model::preference::Grpo {
+            generations: self.generations,
+            completion_tokens: self.completion_tokens,
+            vllm_gib: f64::from(self.vllm_gib),
+        };
         job
     }
 

@@ -243,6 +243,32 @@ pub static SETTINGS: &[Setting] = &[
     number_setting!("new", new_tokens, 0, MAX_TOKENS, ["max_new_tokens"]),
     number_setting!("conc", concurrent, 1, MAX_BATCH, []),
     enum_setting!("kv", kv_dtype),
+    number_setting!(
+        "ftl",
+        trained_layers,
+        1,
+        crate::model::limits::MAX_LAYERS,
+        ["freeze_trainable_layers", "lisa_activated_layers"]
+    ),
+    number_setting!(
+        "prank",
+        projection_rank,
+        1,
+        MAX_RANK,
+        ["galore_rank", "apollo_rank"]
+    ),
+    flag_setting!("oib", optimizer_in_backward),
+    enum_setting!("obj", objective),
+    enum_setting!("ref", reference),
+    number_setting!("gens", generations, 1, MAX_BATCH, ["num_generations"]),
+    number_setting!(
+        "comp",
+        completion_tokens,
+        0,
+        MAX_TOKENS,
+        ["max_completion_length"]
+    ),
+    number_setting!("vllm", vllm_gib, 0, MAX_MEMORY_GIB, []),
     Setting {
         key: "hub",
         field: "hub",

@@ -6,6 +6,7 @@ use proptest::prelude::*;
 use vramfit::advice::export::{deepspeed_json, llama_factory_yaml, trl_command};
 use vramfit::doctor::import_setup;
 use vramfit::form::Form;
+use vramfit::model::preference::Objective;
 use vramfit::model::*;
 use vramfit::settings::{hf_optimizer, hf_optimizer_name, SETTINGS};
 use vramfit::share;
@@ -42,6 +43,12 @@ fn form_strategy() -> impl Strategy<Value = Form> {
                 Parallelism::Zero2,
                 Parallelism::Zero3,
             ]),
+            prop::sample::select(vec![
+                Objective::Sft,
+                Objective::Dpo,
+                Objective::Kto,
+                Objective::RewardModel,
+            ]),
         ),
     )
         .prop_map(
@@ -57,7 +64,7 @@ fn form_strategy() -> impl Strategy<Value = Form> {
                 attention,
                 checkpointing,
                 loss,
-                (gpus, parallelism),
+                (gpus, parallelism, objective),
             )| {
                 Form {
                     model: "qwen2.5-7b".into(),
@@ -81,6 +88,7 @@ fn form_strategy() -> impl Strategy<Value = Form> {
                     loss,
                     gpus,
                     parallelism,
+                    objective,
                     ..Form::default()
                 }
             },
@@ -97,6 +105,7 @@ fn carried(f: &Form) -> serde_json::Value {
         "rank": if lora { Some(f.lora_rank) } else { None },
         "targets": if lora { Some(f.lora_targets.clone()) } else { None },
         "dora": lora && f.dora,
+        "objective": f.objective,
     })
 }
 

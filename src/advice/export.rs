@@ -5,9 +5,10 @@
 
 use crate::catalog;
 use crate::form::Form;
+use crate::model::preference::{Objective, Reference};
 use crate::model::{
-    AttentionImpl, Checkpointing, LossImpl, Mode, Module, Offload, Parallelism, Precision,
-    WeightFormat,
+    AttentionImpl, Checkpointing, LossImpl, Mode, Module, Offload, Optimizer, Parallelism,
+    Precision, WeightFormat,
 };
 
 /// The Hugging Face id to load: the catalog's, or a placeholder for a custom model.
@@ -78,7 +79,23 @@ pub fn llama_factory_yaml(form: &Form) -> String {
         kv("quantization_bit", "4".into());
         kv("quantization_method", "bitsandbytes".into());
     }
-    kv("stage", "sft".into());
+    // LLaMA-Factory `stage` and `pref_loss` (hparams/finetuning_args.py): ORPO and SimPO are DPO-stage
+    // losses; GRPO has no stage there (TRL's `trl grpo` runs it).
+    let stage = match form.objective {
+        Objective::Sft | Objective::Grpo => "sft",
+        Objective::Dpo | Objective::Orpo | Objective::Simpo => "dpo",
+        Objective::Kto => "kto",
+        Objective::RewardModel => "rm",
+    };
+    kv("stage", stage.into());
+    match form.objective {
+        Objective::Orpo => kv("pref_loss", "orpo".into()),
+        Objective::Simpo => kv("pref_loss", "simpo".into()),
+        _ => {}
+    }
+    if form.objective.uses_reference() && form.reference == Reference::Precomputed {
+        kv("precompute_ref_log_probs", "true".into());
+    }
     kv("do_train", "true".into());
     let method = match form.mode {
         Mode::Full | Mode::Inference => "full",
@@ -119,7 +136,7 @@ pub fn llama_factory_yaml(form: &Form) -> String {
         }
     }
     if form.mode == Mode::Freeze {
-        kv("freeze_trainable_layers", "2".into());
+        kv("freeze_trainable_layers", form.trained_layers.to_string());
     }
     if zero_stage(form).is_some() {
         kv("deepspeed", "ds_config.json".into());
@@ -136,10 +153,23 @@ pub fn llama_factory_yaml(form: &Form) -> String {
         _ if fp16(form) => kv("fp16", "true".into()),
         _ => kv("bf16", "true".into()),
     }
-    kv(
-        "optim",
-        crate::settings::hf_optimizer_name(form.optimizer).into(),
-    );
+    match form.optimizer {
+        Optimizer::Galore => {
+            kv("use_galore", "true".into());
+            kv("galore_rank", form.projection_rank.to_string());
+            kv("galore_target", "all".into());
+        }
+        Optimizer::Apollo => {
+            kv("use_apollo", "true".into());
+            kv("apollo_rank", form.projection_rank.to_string());
+        }
+        Optimizer::AdamMini => kv("use_adam_mini", "true".into()),
+        o => kv("optim", crate::settings::hf_optimizer_name(o).into()),
+    }
+    if form.mode == Mode::Badam {
+        kv("use_badam", "true".into());
+        kv("badam_mode", "layer".into());
+    }
     kv(
         "flash_attn",
         match form.attention {
@@ -163,7 +193,17 @@ pub fn llama_factory_yaml(form: &Form) -> String {
 
 /// A TRL command line (`trl sft …`), one flag a line.
 pub fn trl_command(form: &Form) -> String {
-    let mut args: Vec<String> = vec!["trl sft".into()];
+    // TRL's CLI scripts: `trl sft|dpo|kto|grpo|reward`; ORPO and SimPO have no script of their own and are
+    // written as SFT (the LLaMA-Factory export names their loss).
+    let script = match form.objective {
+        Objective::Sft | Objective::Orpo | Objective::Simpo => "sft",
+        Objective::Dpo => "dpo",
+        Objective::Kto => "kto",
+        Objective::Grpo => "grpo",
+        Objective::RewardModel => "reward",
+    };
+    let head = format!("trl {script}");
+    let mut args: Vec<String> = vec![head.clone()];
     let mut arg = |k: &str, v: Option<String>| {
         args.push(match v {
             Some(v) => format!("--{k} {v}"),
@@ -252,7 +292,7 @@ pub fn trl_command(form: &Form) -> String {
         cmd
     } else {
         // `trl sft` is a console script; under accelerate the module form is used.
-        format!("{launcher}-m trl.scripts.sft{}", &cmd["trl sft".len()..])
+        format!("{launcher}-m trl.scripts.{script}{}", &cmd[head.len()..])
     }
 }
 

@@ -5,6 +5,8 @@
 
 use crate::catalog::{self, import};
 use crate::form::Form;
+use crate::model::preference::{Objective, Reference};
+use crate::model::Optimizer;
 use crate::model::{
     AttentionImpl, Checkpointing, LossImpl, Mode, Module, Offload, Parallelism, Precision,
     WeightFormat,
@@ -81,9 +83,21 @@ pub fn import_setup(text: &str, base: &Form) -> Result<SetupImport, SetupError> 
         let mut pairs = command_line(trimmed);
         // TRL's `sft` script trains every weight unless `--use_peft` is given (TRL `ModelConfig.use_peft`,
         // default false): say so explicitly, before the flags, so `--use_peft`/`--load_in_4bit` still win.
-        let trl_sft = trimmed.contains("trl sft") || trimmed.contains("trl.scripts.sft");
-        if trl_sft && !pairs.iter().any(|(k, _)| k == "use_peft") {
-            pairs.insert(0, ("finetuning_type".into(), "full".into()));
+        // TRL's scripts (`trl sft|dpo|kto|grpo|reward`, or `-m trl.scripts.<name>`) train every weight unless
+        // `--use_peft` is given (TRL `ModelConfig.use_peft`, default false), and name their objective: say
+        // both explicitly, before the flags, so `--use_peft`/`--load_in_4bit` still win.
+        let script = ["sft", "dpo", "kto", "grpo", "reward"]
+            .into_iter()
+            .find(|name| {
+                trimmed.contains(&format!("trl {name}"))
+                    || trimmed.contains(&format!("trl.scripts.{name}"))
+            });
+        if let Some(name) = script {
+            if !pairs.iter().any(|(k, _)| k == "use_peft") {
+                pairs.insert(0, ("finetuning_type".into(), "full".into()));
+            }
+            let stage = if name == "reward" { "rm" } else { name };
+            pairs.insert(0, ("stage".into(), stage.into()));
         }
         ("command-line", pairs)
     } else {
@@ -411,6 +425,49 @@ fn apply(f: &mut Form, key: &str, v: &str) -> bool {
                 f.attention = AttentionImpl::Sdpa
             }
         }
+        // LLaMA-Factory `stage` (hparams/finetuning_args.py): sft/pt train on next tokens; dpo, kto and rm
+        // are the preference stages; ppo needs value and reward models, not modelled.
+        "stage" => match v {
+            "sft" | "pt" => f.objective = Objective::Sft,
+            "dpo" => f.objective = Objective::Dpo,
+            "kto" => f.objective = Objective::Kto,
+            "rm" => f.objective = Objective::RewardModel,
+            "grpo" => f.objective = Objective::Grpo,
+            _ => return false,
+        },
+        // LLaMA-Factory `pref_loss`: ORPO and SimPO need no reference model.
+        "pref_loss" => match v {
+            "orpo" => f.objective = Objective::Orpo,
+            "simpo" => f.objective = Objective::Simpo,
+            "sigmoid" | "hinge" | "ipo" | "kto_pair" => {}
+            _ => return false,
+        },
+        "precompute_ref_log_probs" => {
+            if truthy(v) {
+                f.reference = Reference::Precomputed
+            }
+        }
+        // LLaMA-Factory's memory-efficient full tuning switches.
+        "use_badam" => {
+            if truthy(v) {
+                f.mode = Mode::Badam
+            }
+        }
+        "use_galore" => {
+            if truthy(v) {
+                f.optimizer = Optimizer::Galore
+            }
+        }
+        "use_apollo" => {
+            if truthy(v) {
+                f.optimizer = Optimizer::Apollo
+            }
+        }
+        "use_adam_mini" => {
+            if truthy(v) {
+                f.optimizer = Optimizer::AdamMini
+            }
+        }
         "use_liger_kernel" | "enable_liger_kernel" | "liger_fused_linear_cross_entropy" => {
             if truthy(v) {
                 f.loss = LossImpl::Fused
@@ -463,7 +520,6 @@ fn apply(f: &mut Form, key: &str, v: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Optimizer;
 
     #[test]
     fn trl_command_line() {

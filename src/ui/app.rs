@@ -103,7 +103,7 @@ pub fn App(props: &AppProps) -> Html {
             state.dispatch(edit);
         })
     };
-    let on_apply = on_edit.reform(Edit::Replace);
+    let on_apply = on_edit.reform(|f| Edit::Replace(Box::new(f)));
     let on_lang = {
         let lang = lang.clone();
         Callback::from(move |_| {

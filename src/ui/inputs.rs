@@ -9,6 +9,7 @@ use crate::edit::{ArchField, Edit, ImportOutcome};
 use crate::form::{Form, CUSTOM};
 use crate::model::limits;
 use crate::model::peft::Method;
+use crate::model::preference::{Objective, Reference};
 use crate::model::{
     AttentionImpl, Checkpointing, KvDtype, LossImpl, Mode, Module, Offload, Optimizer, Parallelism,
     Precision, Stack, WeightFormat,
@@ -117,7 +118,7 @@ pub fn Inputs(props: &InputsProps) -> Html {
             <fieldset>
                 <legend>{ t.group_method }</legend>
                 <SelectField id="mode" label={t.mode} tip={t.mode_tip} value={id_of(&form.mode)}
-                    options={opts(&[(Mode::Full, t.opt_full), (Mode::Lora, "LoRA"), (Mode::Qlora, "QLoRA (4-bit NF4)"), (Mode::Freeze, t.opt_freeze), (Mode::Inference, t.opt_inference)])}
+                    options={opts(&[(Mode::Full, t.opt_full), (Mode::Lora, "LoRA"), (Mode::Qlora, "QLoRA (4-bit NF4)"), (Mode::Freeze, t.opt_freeze), (Mode::Badam, "BAdam"), (Mode::Lisa, "LISA"), (Mode::Inference, t.opt_inference)])}
                     on_change={set::<String>(props, "mode")} />
                 <SelectField id="stack" label={t.stack} tip={t.stack_tip} value={AttrValue::from(form.stack.id())}
                     options={Stack::ALL.iter().map(|s| (AttrValue::from(s.id()), AttrValue::from(s.name()))).collect::<Vec<_>>()}
@@ -139,9 +140,20 @@ pub fn Inputs(props: &InputsProps) -> Html {
                             (Optimizer::Adamw, t.opt_adamw), (Optimizer::Adamw16, t.opt_adamw16),
                             (Optimizer::Adamw8bit, "8-bit AdamW (2 B)"), (Optimizer::PagedAdamw, "Paged AdamW (8 B)"),
                             (Optimizer::PagedAdamw8bit, "Paged 8-bit AdamW (2 B)"), (Optimizer::Adafactor, "Adafactor"),
-                            (Optimizer::SgdMomentum, t.opt_sgd_momentum), (Optimizer::Sgd, "SGD (0 B)"), (Optimizer::Lion, "Lion (4 B)")])}
+                            (Optimizer::SgdMomentum, t.opt_sgd_momentum), (Optimizer::Sgd, "SGD (0 B)"), (Optimizer::Lion, "Lion (4 B)"),
+                            (Optimizer::Galore, "GaLore"), (Optimizer::Apollo, "APOLLO"), (Optimizer::AdamMini, "Adam-mini (≈4 B)"),
+                            (Optimizer::Lomo, "LOMO (0 B)"), (Optimizer::AdaLomo, "AdaLomo")])}
                         on_change={set::<String>(props, "optim")} />
                 }
+                if matches!(form.optimizer, Optimizer::Galore | Optimizer::Apollo) {
+                    <NumberField id="prank" label={t.projection_rank} unit="r" tip={t.projection_rank_tip} value={form.projection_rank}
+                        min={range("prank").0} max={range("prank").1} error_text={t.bad_number} on_change={set(props, "prank")} />
+                }
+                if matches!(form.mode, Mode::Freeze | Mode::Badam | Mode::Lisa) {
+                    <NumberField id="layers-trained" label={t.layers_trained} unit={t.units_layers} tip={t.layers_trained_tip} value={form.trained_layers}
+                        min={1} max={form.arch().layers.max(1)} error_text={t.bad_number} on_change={set(props, "ftl")} />
+                }
+                if training { { objective_inputs(props, t) } }
                 if lora { { lora_inputs(props, t) } }
             </fieldset>
             if training { { batch_inputs(props, t) } } else { { inference_inputs(props, t) } }
@@ -351,6 +363,37 @@ fn stack_picker(props: &InputsProps) -> Callback<String> {
 fn shapes_picker(props: &InputsProps) -> Callback<String> {
     let set = set::<&'static str>(props, "varlen");
     Callback::from(move |v: String| set.emit(if v == "variable" { "1" } else { "0" }))
+}
+
+/// The training objective (SFT or a preference / RL one), its reference model and GRPO's settings.
+fn objective_inputs(props: &InputsProps, t: &'static Text) -> Html {
+    let form = &props.form;
+    let obj = form.objective;
+    html! {
+        <>
+            <SelectField id="obj" label={t.objective} tip={t.objective_tip} value={id_of(&obj)}
+                options={opts(&[(Objective::Sft, t.opt_sft), (Objective::Dpo, "DPO / IPO"), (Objective::Orpo, "ORPO"),
+                    (Objective::Simpo, "SimPO / CPO"), (Objective::Kto, "KTO"), (Objective::RewardModel, t.opt_reward_model),
+                    (Objective::Grpo, "GRPO")])}
+                on_change={set::<String>(props, "obj")} />
+            if obj.uses_reference() {
+                <SelectField id="ref" label={t.reference} tip={t.reference_tip} value={id_of(&form.reference)}
+                    options={opts(&[(Reference::Copy, t.opt_ref_copy), (Reference::DisabledAdapters, t.opt_ref_disabled),
+                        (Reference::Precomputed, t.opt_ref_precomputed), (Reference::None, t.opt_ref_none)])}
+                    on_change={set::<String>(props, "ref")} />
+            }
+            if obj == Objective::Grpo {
+                <div class="row">
+                    <NumberField id="gens" label={t.generations} unit="×" tip={t.generations_tip} value={form.generations}
+                        min={range("gens").0} max={range("gens").1} error_text={t.bad_number} on_change={set(props, "gens")} />
+                    <NumberField id="comp" label={t.completion} unit={t.tokens} tip={t.completion_tip} value={form.completion_tokens}
+                        min={range("comp").0} max={range("comp").1} error_text={t.bad_number} on_change={set(props, "comp")} />
+                </div>
+                <NumberField id="vllm" label={t.vllm_gib} unit="GiB" tip={t.vllm_gib_tip} value={form.vllm_gib}
+                    min={range("vllm").0} max={range("vllm").1} error_text={t.bad_number} on_change={set(props, "vllm")} />
+            }
+        </>
+    }
 }
 
 fn lora_inputs(props: &InputsProps, t: &'static Text) -> Html {
