@@ -548,3 +548,34 @@ async fn gated_missing_and_slow_models_say_so_in_both_languages() {
     let msg = wait_text(&root, "#hub-status", 5_000, |t| t.contains("已从")).await;
     assert!(text(&root, "#hub-weights").contains("被截断"), "{msg}");
 }
+
+/// The number in a text (the first run of digits).
+fn first_number(s: &str) -> Option<u32> {
+    let digits: String = s
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits.parse().ok()
+}
+
+#[wasm_bindgen_test]
+async fn the_curve_follows_the_inputs_and_crosses_where_the_solver_says() {
+    let root = mount("varlen=0", Lang::En);
+    yew::scheduler::flush().await;
+    let crossing = first_number(&text(&root, "#curve-crossing")).expect("a crossing");
+    let solver = first_number(&text(&root, "#solver-max-seq")).expect("a solver answer");
+    assert_eq!(crossing, solver);
+    let paths = root.query_selector_all("#curve path.area").unwrap().length();
+    assert!(paths >= 3, "{paths} stacked areas");
+    let before = root.query_selector("#curve svg").unwrap().unwrap().inner_html();
+    set_input(&root, "#batch", "1");
+    yew::scheduler::flush().await;
+    let after = root.query_selector("#curve svg").unwrap().unwrap().inner_html();
+    assert_ne!(before, after, "the curve redraws when the batch changes");
+    let longer = first_number(&text(&root, "#curve-crossing")).unwrap();
+    assert!(longer > crossing, "{longer} vs {crossing}");
+    // The snippet quotes the prediction and measures both figures.
+    let snippet = text(&root, "#verify-snippet");
+    assert!(snippet.contains("max_memory_reserved()"), "{snippet}");
+}

@@ -147,7 +147,7 @@ pub fn AdvicePanel(props: &AdvicePanelProps) -> Html {
                 <dt>{ if training { t.max_batch } else { t.max_concurrent } }</dt>
                 <dd id="max-batch">{ s.max_batch.map_or_else(none, |b| format!("{b} {}", t.sequences)) }</dd>
                 <dt>{ if training { t.max_seq } else { t.max_prompt } }</dt>
-                <dd>{ s.max_seq.map_or_else(none, |v| format!("{v} {}", t.tokens)) }</dd>
+                <dd id="solver-max-seq">{ s.max_seq.map_or_else(none, |v| format!("{v} {}", t.tokens)) }</dd>
                 <dt>{ t.min_gpus }</dt>
                 <dd>{ s.min_gpus.map_or_else(none, |(n, p)| format!("{n} × ({})", crate::share::enum_id(&p))) }</dd>
                 <dt>{ t.smallest_gpu }</dt>

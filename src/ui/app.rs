@@ -2,11 +2,13 @@
 //! change, writes the URL back.
 
 use super::advice_panel::AdvicePanel;
+use super::curve_panel::CurvePanel;
 use super::doctor_panel::DoctorPanel;
 use super::i18n::Lang;
 use super::inputs::Inputs;
 use super::results::Results;
 use super::state::State;
+use super::verify_panel::VerifyPanel;
 use crate::advice::advise;
 use crate::edit::Edit;
 use crate::share::{self, Ignored};
@@ -147,6 +149,8 @@ pub fn App(props: &AppProps) -> Html {
                 <Inputs form={form.clone()} import={state.import.clone()} hub={state.hub.clone()} on_hub={on_hub.clone()} effective_batch={job.effective_batch()} webgpu={(*webgpu).clone()} on_edit={on_edit.clone()} />
                 <div class="output">
                     <Results estimate={advice.estimate.clone()} verdict={advice.verdict.clone()} gpu_name={AttrValue::from(form.gpu_name())} />
+                    <CurvePanel form={form.clone()} />
+                    <VerifyPanel form={form.clone()} estimate={advice.estimate.clone()} />
                     <AdvicePanel form={form.clone()} advice={advice.clone()} {on_apply} />
                     <DoctorPanel gpu_usable_gib={form.gpu_usable_gib()} vram_need_gib={advice.verdict.vram_need / 1073741824.0}
                         ram_need_gib={advice.verdict.ram_need / 1073741824.0} ram_have_gib={f64::from(form.ram_gib)} />

@@ -2,6 +2,7 @@
 
 mod advice_panel;
 mod app;
+mod curve_panel;
 mod doctor_panel;
 mod fields;
 mod hub_status;
@@ -10,5 +11,6 @@ mod import_box;
 mod inputs;
 mod results;
 mod state;
+mod verify_panel;
 
 pub use app::{App, AppProps};

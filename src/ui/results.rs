@@ -8,7 +8,7 @@ use crate::model::{Component, Estimate};
 use yew::prelude::*;
 
 /// Okabe–Ito palette (distinguishable with the common colour-vision deficiencies), one colour a component.
-fn colour(c: Component) -> &'static str {
+pub fn colour(c: Component) -> &'static str {
     match c {
         Component::WeightsQuantized => "#0072B2",
         Component::Weights => "#56B4E9",
