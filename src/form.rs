@@ -74,6 +74,12 @@ pub struct Form {
     pub generations: u32,
     pub completion_tokens: u32,
     pub vllm_gib: u32,
+    /// Serving: the engine whose startup arithmetic the serving panel redoes.
+    pub engine: crate::model::Engine,
+    /// Serving: `gpu_memory_utilization` in percent (vLLM default 90).
+    pub gpu_util_pct: u32,
+    /// Serving: `--enforce-eager` (no CUDA graphs).
+    pub enforce_eager: bool,
 }
 
 impl Default for Form {
@@ -122,6 +128,9 @@ impl Default for Form {
             generations: 8,
             completion_tokens: 256,
             vllm_gib: 0,
+            engine: crate::model::Engine::Vllm,
+            gpu_util_pct: 90,
+            enforce_eager: false,
         }
     }
 }
@@ -192,6 +201,31 @@ impl Form {
             vllm_gib: f64::from(self.vllm_gib),
         };
         job
+    }
+
+    /// The serving request this form describes (mode inference): one request of prompt + new tokens is the
+    /// `max_model_len`, the GPUs are the tensor-parallel group, the KV dtype and weights are the form's.
+    pub fn serve_request(&self) -> crate::model::ServeRequest {
+        use crate::model::{KvDtype, ServeKvDtype};
+        crate::model::ServeRequest {
+            engine: Some(self.engine),
+            gpu_gib: Some(self.gpu_usable_gib()),
+            gpu_name: Some(self.gpu_name()),
+            tensor_parallel: Some(if self.parallelism == Parallelism::Tensor {
+                self.gpus.max(1)
+            } else {
+                1
+            }),
+            gpu_memory_utilization: Some(f64::from(self.gpu_util_pct.clamp(1, 100)) / 100.0),
+            max_model_len: Some(self.prompt_tokens.saturating_add(self.new_tokens).max(1)),
+            kv_dtype: Some(match self.kv_dtype {
+                KvDtype::Fp8 => ServeKvDtype::Fp8,
+                _ => ServeKvDtype::Auto,
+            }),
+            enforce_eager: Some(self.enforce_eager),
+            weights: self.weights.is_quantized().then_some(self.weights),
+            ..crate::model::ServeRequest::default()
+        }
     }
 
     /// The LoRA settings this form describes.

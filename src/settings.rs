@@ -269,6 +269,9 @@ pub static SETTINGS: &[Setting] = &[
         ["max_completion_length"]
     ),
     number_setting!("vllm", vllm_gib, 0, MAX_MEMORY_GIB, []),
+    enum_setting!("engine", engine),
+    number_setting!("gmu", gpu_util_pct, 1, 100, []),
+    flag_setting!("eager", enforce_eager),
     Setting {
         key: "hub",
         field: "hub",

@@ -566,16 +566,65 @@ async fn the_curve_follows_the_inputs_and_crosses_where_the_solver_says() {
     let crossing = first_number(&text(&root, "#curve-crossing")).expect("a crossing");
     let solver = first_number(&text(&root, "#solver-max-seq")).expect("a solver answer");
     assert_eq!(crossing, solver);
-    let paths = root.query_selector_all("#curve path.area").unwrap().length();
+    let paths = root
+        .query_selector_all("#curve path.area")
+        .unwrap()
+        .length();
     assert!(paths >= 3, "{paths} stacked areas");
-    let before = root.query_selector("#curve svg").unwrap().unwrap().inner_html();
+    let before = root
+        .query_selector("#curve svg")
+        .unwrap()
+        .unwrap()
+        .inner_html();
     set_input(&root, "#batch", "1");
     yew::scheduler::flush().await;
-    let after = root.query_selector("#curve svg").unwrap().unwrap().inner_html();
+    let after = root
+        .query_selector("#curve svg")
+        .unwrap()
+        .unwrap()
+        .inner_html();
     assert_ne!(before, after, "the curve redraws when the batch changes");
     let longer = first_number(&text(&root, "#curve-crossing")).unwrap();
     assert!(longer > crossing, "{longer} vs {crossing}");
     // The snippet quotes the prediction and measures both figures.
     let snippet = text(&root, "#verify-snippet");
     assert!(snippet.contains("max_memory_reserved()"), "{snippet}");
+}
+
+#[wasm_bindgen_test]
+async fn the_serving_panel_shows_the_engine_plan() {
+    let root = mount(
+        "mode=inference&model=llama-3.1-8b&gpu=h100-sxm&prompt=30000&new=2000",
+        Lang::En,
+    );
+    yew::scheduler::flush().await;
+    let verdict = text(&root, "#serve-verdict");
+    assert!(verdict.contains("tokens"), "{verdict}");
+    let kv = text(&root, "#serve-kv");
+    assert!(kv.contains("GiB"), "{kv}");
+    // A lower memory utilization leaves less for the KV cache.
+    set_input(&root, "#gmu", "50");
+    yew::scheduler::flush().await;
+    assert_ne!(kv, text(&root, "#serve-kv"));
+}
+
+#[wasm_bindgen_test]
+fn js_api_serve_plans_like_the_cli() {
+    vramfit::web::install_js_api();
+    let window = gloo::utils::window();
+    let api = js_sys::Reflect::get(&window, &"vramfit".into()).unwrap();
+    let f: js_sys::Function = js_sys::Reflect::get(&api, &"serve".into())
+        .unwrap()
+        .dyn_into()
+        .unwrap();
+    let arg =
+        js_sys::JSON::parse(r#"{"model":"llama-3.1-8b","gpu_gib":79.19,"max_model_len":32768}"#)
+            .unwrap();
+    let plan = f.call1(&api, &arg).unwrap();
+    let kv = js_sys::Reflect::get(&plan, &"kv_cache_gib".into())
+        .unwrap()
+        .as_f64()
+        .unwrap();
+    assert!(kv > 40.0 && kv < 70.0, "{kv}");
+    assert!(f.call1(&api, &wasm_bindgen::JsValue::NULL).is_err());
 }

@@ -7,6 +7,7 @@ use super::doctor_panel::DoctorPanel;
 use super::i18n::Lang;
 use super::inputs::Inputs;
 use super::results::Results;
+use super::serve_panel::ServePanel;
 use super::state::State;
 use super::verify_panel::VerifyPanel;
 use crate::advice::advise;
@@ -149,6 +150,7 @@ pub fn App(props: &AppProps) -> Html {
                 <Inputs form={form.clone()} import={state.import.clone()} hub={state.hub.clone()} on_hub={on_hub.clone()} effective_batch={job.effective_batch()} webgpu={(*webgpu).clone()} on_edit={on_edit.clone()} />
                 <div class="output">
                     <Results estimate={advice.estimate.clone()} verdict={advice.verdict.clone()} gpu_name={AttrValue::from(form.gpu_name())} />
+                    if form.mode == crate::model::Mode::Inference { <ServePanel form={form.clone()} /> }
                     <CurvePanel form={form.clone()} />
                     <VerifyPanel form={form.clone()} estimate={advice.estimate.clone()} />
                     <AdvicePanel form={form.clone()} advice={advice.clone()} {on_apply} />

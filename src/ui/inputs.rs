@@ -10,6 +10,7 @@ use crate::form::{Form, CUSTOM};
 use crate::model::limits;
 use crate::model::peft::Method;
 use crate::model::preference::{Objective, Reference};
+use crate::model::Engine;
 use crate::model::{
     AttentionImpl, Checkpointing, KvDtype, LossImpl, Mode, Module, Offload, Optimizer, Parallelism,
     Precision, Stack, WeightFormat,
@@ -499,6 +500,12 @@ fn inference_inputs(props: &InputsProps, t: &'static Text) -> Html {
             </div>
             <NumberField id="conc" label={t.concurrent} unit={t.sequences} tip={t.concurrent_tip} value={form.concurrent} min={range("conc").0} max={range("conc").1}
                 error_text={t.bad_number} on_change={set(props, "conc")} />
+            <SelectField id="engine" label={t.engine} tip={t.engine_tip} value={id_of(&form.engine)}
+                options={opts(&[(Engine::Vllm, "vLLM"), (Engine::Sglang, "SGLang"), (Engine::Transformers, "transformers generate")])}
+                on_change={set::<String>(props, "engine")} />
+            <NumberField id="gmu" label={t.gpu_util} unit="%" tip={t.gpu_util_tip} value={form.gpu_util_pct}
+                min={range("gmu").0} max={range("gmu").1} error_text={t.bad_number} on_change={set(props, "gmu")} />
+            { check("eager", t.eager, t.eager_tip, form.enforce_eager, setting_flag(props, "eager")) }
             <SelectField id="kv" label={t.kv} tip={t.kv_tip} value={id_of(&form.kv_dtype)}
                 options={opts(&[(KvDtype::Bf16, "bf16 (2 B)"), (KvDtype::Fp8, "fp8 (1 B)"), (KvDtype::Int8, "int8 (1 B)"), (KvDtype::Int4, "int4 (0.5 B)")])}
                 on_change={set::<String>(props, "kv")} />

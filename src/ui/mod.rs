@@ -10,6 +10,7 @@ pub mod i18n;
 mod import_box;
 mod inputs;
 mod results;
+mod serve_panel;
 mod state;
 mod verify_panel;
 

@@ -205,7 +205,7 @@ pub fn remember_lang(tag: &str) {
     imp::set_document_lang(tag);
 }
 
-/// Puts `window.vramfit = { estimate(job), advise(form), version }` on the page: `estimate` takes a job
+/// Puts `window.vramfit = { estimate(job), advise(form), serve(request), version }` on the page: `estimate` takes a job
 /// object (every field optional, `model` may be a catalog id) and returns the estimate as a plain object;
 /// `advise` takes the page's form fields (model, gpu, gpus, ram_gib, mode, micro_batch, …) and returns the
 /// verdict, remedies and solver results. A bad object throws a JS `Error` naming the field. Browser only.
@@ -249,14 +249,26 @@ pub fn install_js_api() {
             out.serialize(&serde_wasm_bindgen::Serializer::json_compatible())
                 .map_err(|e| throw(e.to_string()))
         });
+    // `serve` takes the `vramfit serve` request object (model or arch/config, gpu or gpu_gib, vLLM's
+    // settings) and returns the plan.
+    let serve = Closure::<dyn Fn(JsValue) -> Result<JsValue, JsValue>>::new(move |req: JsValue| {
+        if req.is_null() || req.is_undefined() {
+            return Err(throw("expected a serving request object".into()));
+        }
+        let plan = crate::api::serve_json(&as_json(&req)?).map_err(throw)?;
+        plan.serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+            .map_err(|e| throw(e.to_string()))
+    });
     let api = js_sys::Object::new();
     let _ = js_sys::Reflect::set(&api, &"estimate".into(), estimate.as_ref());
+    let _ = js_sys::Reflect::set(&api, &"serve".into(), serve.as_ref());
     let _ = js_sys::Reflect::set(&api, &"advise".into(), advise.as_ref());
     let _ = js_sys::Reflect::set(&api, &"version".into(), &env!("CARGO_PKG_VERSION").into());
     let _ = js_sys::Reflect::set(&gloo::utils::window(), &"vramfit".into(), &api);
     // The page lives as long as the window: the closure is never dropped.
     estimate.forget();
     advise.forget();
+    serve.forget();
 }
 
 /// Mounts the app into `#app` and installs the JavaScript API (browser only).
