@@ -83,22 +83,9 @@ pub struct ServeInput {
     pub users: Option<u32>,
 }
 
-/// `max_position_embeddings` of a catalog model, read from the catalog's data file (entries keep their config
-/// values private; `config.max_position_embeddings`, or under `text_config` for multimodal models).
+/// `max_position_embeddings` of a catalog model.
 fn catalog_max_positions(id: &str) -> Option<u32> {
-    static TABLE: std::sync::OnceLock<Vec<(String, Option<u32>)>> = std::sync::OnceLock::new();
-    let table = TABLE.get_or_init(|| {
-        let entries: Vec<Value> =
-            serde_json::from_str(include_str!("catalog/models.json")).unwrap_or_default();
-        entries
-            .iter()
-            .filter_map(|e| {
-                let id = e.get("id")?.as_str()?.to_string();
-                Some((id, e.get("config").and_then(config_max_positions)))
-            })
-            .collect()
-    });
-    table.iter().find(|(i, _)| i == id).and_then(|(_, m)| *m)
+    catalog::model(id).and_then(|m| m.max_position_embeddings())
 }
 
 /// `max_position_embeddings` of a Hugging Face config (top level or `text_config`), within the limits.

@@ -224,6 +224,8 @@ impl Form {
             }),
             enforce_eager: Some(self.enforce_eager),
             weights: self.weights.is_quantized().then_some(self.weights),
+            max_position_embeddings: catalog::model(&self.model)
+                .and_then(|m| m.max_position_embeddings()),
             ..crate::model::ServeRequest::default()
         }
     }

@@ -154,7 +154,7 @@ pub fn App(props: &AppProps) -> Html {
                     <CurvePanel form={form.clone()} />
                     <VerifyPanel form={form.clone()} estimate={advice.estimate.clone()} />
                     <AdvicePanel form={form.clone()} advice={advice.clone()} {on_apply} />
-                    <DoctorPanel gpu_usable_gib={form.gpu_usable_gib()} vram_need_gib={advice.verdict.vram_need / 1073741824.0}
+                    <DoctorPanel form={Some(form.clone())} gpu_usable_gib={form.gpu_usable_gib()} vram_need_gib={advice.verdict.vram_need / 1073741824.0}
                         ram_need_gib={advice.verdict.ram_need / 1073741824.0} ram_have_gib={f64::from(form.ram_gib)} />
                 </div>
             </main>

@@ -17,6 +17,9 @@ pub struct DoctorPanelProps {
     pub ram_need_gib: f64,
     #[prop_or_default]
     pub ram_have_gib: f64,
+    /// The page's setup, for the serving planner's figures under a vLLM KV-cache diagnosis.
+    #[prop_or_default]
+    pub form: Option<crate::form::Form>,
 }
 
 /// Paste box and diagnosis.
@@ -67,6 +70,21 @@ pub fn DoctorPanel(props: &DoctorPanelProps) -> Html {
                         },
                         _ => html! {},
                     } }
+                    // vLLM's KV-cache errors: the serving planner's figures for the setup on the page.
+                    if d.hints.contains(&crate::doctor::Hint::VllmKvCache) {
+                        if let Some(f) = &props.form {
+                            { match crate::model::serve_plan(&f.arch(), &f.serve_request()) {
+                                Ok(p) => html! {
+                                    <p class="hint" id="diagnosis-serve">{ t.doctor_form_serve
+                                        .replace("{kv}", &format!("{:.2}", p.kv_cache_gib))
+                                        .replace("{tokens}", &p.kv_tokens.to_string())
+                                        .replace("{len}", &p.max_model_len.to_string())
+                                        .replace("{longest}", &p.max_model_len_that_fits.to_string()) }</p>
+                                },
+                                Err(_) => html! {},
+                            } }
+                        }
+                    }
                 </div>
             }
         </details>

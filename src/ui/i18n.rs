@@ -147,6 +147,8 @@ pub struct Text {
     pub doctor_form_gpu: &'static str,
     /// Under a host-memory diagnosis: `{need}` and `{have}` GiB.
     pub doctor_form_host: &'static str,
+    /// Under a vLLM KV-cache diagnosis: the serving planner's `{kv}`, `{tokens}`, `{len}`, `{longest}`.
+    pub doctor_form_serve: &'static str,
     pub batch: &'static str,
     pub batch_tip: &'static str,
     pub seq: &'static str,
@@ -486,6 +488,7 @@ pub static EN: Text = Text {
     vllm_gib: "Colocated vLLM",
     vllm_gib_tip: "GPU memory a vLLM engine on the same GPU keeps (vllm_mode=colocate: its gpu_memory_utilization × the GPU); 0 with a separate server.",
     doctor_form_gpu: "The setup on this page needs about {need} GiB per GPU; the GPU chosen has {have} GiB usable. The advisor above lists what brings it under.",
+    doctor_form_serve: "For the model and GPU on this page, vLLM would keep {kv} GiB of KV cache ({tokens} tokens); a {len}-token context needs to fit in it, and the longest one request can have is {longest} tokens. Set the mode to inference to see the whole plan and try a lower max_model_len, fp8 KV cache or more GPUs.",
     doctor_form_host: "The setup on this page needs about {need} GiB of host RAM; the form says the machine has {have} GiB. Loading weights with safetensors and low_cpu_mem_usage=True keeps one copy in RAM; fewer DataLoader workers and no CPU offload need less.",
     batch: "Micro-batch",
     batch_tip: "Sequences per GPU per step: activations grow linearly.",
@@ -764,6 +767,7 @@ pub static ZH: Text = Text {
     vllm_gib: "同卡 vLLM",
     vllm_gib_tip: "同一块 GPU 上 vLLM 引擎占用的显存（vllm_mode=colocate：gpu_memory_utilization × 显存）；使用独立服务器时为 0。",
     doctor_form_gpu: "本页的配置每张 GPU 约需 {need} GiB；所选 GPU 可用 {have} GiB。上方的建议列出了能放下的改法。",
+    doctor_form_serve: "按本页的模型和 GPU，vLLM 会留出 {kv} GiB KV 缓存（{tokens} 个 token）；{len} token 的上下文必须放得下，单个请求最长可有 {longest} 个 token。把方法设为推理即可查看完整计划，并尝试更小的 max_model_len、fp8 KV 缓存或更多 GPU。",
     doctor_form_host: "本页的配置约需 {need} GiB 系统内存；表单中机器内存为 {have} GiB。用 safetensors 和 low_cpu_mem_usage=True 加载权重只在内存中保留一份；减少 DataLoader worker、关闭 CPU 卸载也能省内存。",
     batch: "微批大小",
     batch_tip: "每张 GPU 每步的序列数：激活值线性增长。",

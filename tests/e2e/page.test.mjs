@@ -194,3 +194,23 @@ test('hostile calls to window.vramfit throw errors and leave the page working', 
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('screenshots: the curve and the serving planner, both languages, phone width', async () => {
+  for (const [locale, name] of [['en-US', 'en'], ['zh-CN', 'zh']]) {
+    const ctx = await browser.newContext({ locale });
+    const page = await ctx.newPage();
+    await page.goto(base + '?mode=inference&model=llama-3.1-8b&gpu=h100-sxm&prompt=30000&new=2000');
+    await page.waitForSelector('#serve-verdict');
+    assert.match(await page.textContent('#serve-kv'), /GiB/);
+    await page.locator('#curve').screenshot({ path: join(OUT, `curve-serve-${name}.png`) });
+    await page.locator('#serve').screenshot({ path: join(OUT, `serve-${name}.png`) });
+    await ctx.close();
+  }
+  const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: 'zh-CN' });
+  const p = await phone.newPage();
+  await p.goto(base + '?varlen=0');
+  await p.waitForSelector('#curve');
+  assert.match(await p.textContent('#curve-crossing'), /\d/);
+  await p.locator('#curve').screenshot({ path: join(OUT, 'curve-phone-zh.png') });
+  await phone.close();
+});
