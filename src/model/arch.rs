@@ -165,6 +165,23 @@ pub struct ParamCounts {
 }
 
 impl Architecture {
+    /// How many matrices one entry of [`Architecture::linear_modules`] stands for: every routed expert plus
+    /// the shared one for an MoE layer's gate/up/down (their `d_in` there is summed over the copies), else 1.
+    pub fn expert_copies(&self, m: crate::model::job::Module) -> f64 {
+        use crate::model::job::Module;
+        match (self.moe, m) {
+            (Some(moe), Module::Gate | Module::Up | Module::Down) => {
+                f64::from(moe.experts)
+                    + if moe.shared_intermediate > 0 {
+                        1.0
+                    } else {
+                        0.0
+                    }
+            }
+            _ => 1.0,
+        }
+    }
+
     /// Query projection width `heads · head_dim` (MLA: `heads · (nope + rope)`).
     pub fn q_width(&self) -> f64 {
         match self.attention {

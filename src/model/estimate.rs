@@ -8,8 +8,8 @@ use super::arch::{AttentionKind, ParamCounts};
 use super::band::{band, Band};
 use super::full_tuning;
 use super::job::{
-    Checkpointing, FrozenSharding, Job, Mode, Module, Offload, OffloadDevice, Optimizer,
-    Parallelism, Precision, WeightFormat,
+    Checkpointing, FrozenSharding, Job, Mode, Offload, OffloadDevice, Optimizer, Parallelism,
+    Precision, WeightFormat,
 };
 use super::peft;
 use crate::bytes::GIB;
@@ -286,17 +286,7 @@ fn trainable(job: &Job, p: &ParamCounts) -> (f64, f64) {
                     continue;
                 }
                 // PEFT adapts every expert of an MoE layer's gate/up/down (and the shared expert).
-                let copies = match (job.arch.moe, m) {
-                    (Some(moe), Module::Gate | Module::Up | Module::Down) => {
-                        f64::from(moe.experts)
-                            + if moe.shared_intermediate > 0 {
-                                1.0
-                            } else {
-                                0.0
-                            }
-                    }
-                    _ => 1.0,
-                };
+                let copies = job.arch.expert_copies(m);
                 let per_copy_in = d_in / copies;
                 let dora = if job.lora.dora && method == peft::Method::Lora {
                     d_out

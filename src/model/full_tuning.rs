@@ -32,20 +32,7 @@ pub fn projected_state_elements(arch: &Architecture, rank: u32, optimizer: Optim
         .filter(|(_, d_in, d_out)| *d_in > 0.0 && *d_out > 0.0)
         .map(|(m, d_in, d_out)| {
             // MoE gate/up/down stand for every expert: project each expert's matrix.
-            let copies = match (arch.moe, m) {
-                (
-                    Some(moe),
-                    super::job::Module::Gate | super::job::Module::Up | super::job::Module::Down,
-                ) => {
-                    f64::from(moe.experts)
-                        + if moe.shared_intermediate > 0 {
-                            1.0
-                        } else {
-                            0.0
-                        }
-                }
-                _ => 1.0,
-            };
+            let copies = arch.expert_copies(m);
             let (d_in, d_out) = (d_in / copies, d_out);
             let (small, large) = (d_in.min(d_out), d_in.max(d_out));
             let per_matrix = if r >= small {
