@@ -160,10 +160,12 @@ pub fn render_estimate(e: &Estimate) -> String {
         e.trainable_params / 1e9
     ));
     out.push_str(&format!("peak phase: {:?}\n\nper GPU:\n", e.phase));
+    // The page's labels (one label source for both; English here).
+    let lang = crate::i18n::Lang::En;
     for p in &e.gpu {
         out.push_str(&format!(
-            "  {:<22} {:>12}\n",
-            format!("{:?}", p.component),
+            "  {:<40} {:>12}\n",
+            crate::i18n::component(lang, p.component),
             fmt_gib(p.bytes)
         ));
     }
@@ -189,18 +191,21 @@ pub fn render_estimate(e: &Estimate) -> String {
     out.push_str("\nhost RAM (all processes):\n");
     for p in &e.host {
         out.push_str(&format!(
-            "  {:<22} {:>12}\n",
-            format!("{:?}", p.component),
+            "  {:<40} {:>12}\n",
+            crate::i18n::host_component(lang, p.component),
             fmt_gib(p.bytes)
         ));
     }
     out.push_str(&format!(
-        "  {:<22} {:>12}\n",
+        "  {:<40} {:>12}\n",
         "total",
         fmt_gib(e.host_total)
     ));
     for w in &e.warnings {
-        out.push_str(&format!("warning: {w:?}\n"));
+        out.push_str(&format!(
+            "warning: {}\n",
+            crate::i18n::model_warning(lang, *w)
+        ));
     }
     out
 }
@@ -565,12 +570,32 @@ fn cmd_diagnose(args: &[&str], json: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// Reads any text the page's import box reads (`crate::imports::detect`: a model or adapter config, or a
+/// training setup) and prints the form it gives.
 fn cmd_import(json: bool) -> Result<(), String> {
-    let r = crate::doctor::import_setup(&read_input(None)?, &Form::default())
-        .map_err(|e| e.to_string())?;
+    use crate::imports::Understood;
+    let d = crate::imports::detect(&read_input(None)?, &Form::default())?;
+    let (format, used, ignored) = match &d.understood {
+        Understood::Model { model_type, .. } => (
+            "config.json",
+            vec![format!(
+                "model_type={}",
+                model_type.as_deref().unwrap_or("?")
+            )],
+            Vec::new(),
+        ),
+        Understood::Adapter {
+            unknown_targets, ..
+        } => ("adapter_config.json", Vec::new(), unknown_targets.clone()),
+        Understood::Setup {
+            format,
+            used,
+            ignored,
+        } => (*format, used.clone(), ignored.clone()),
+    };
     if json {
         let out = serde_json::json!({
-            "format": r.format, "form": r.form, "job": r.form.job(), "used": r.used, "ignored": r.ignored,
+            "format": format, "form": d.form, "job": d.form.job(), "used": used, "ignored": ignored,
         });
         println!(
             "{}",
@@ -579,13 +604,12 @@ fn cmd_import(json: bool) -> Result<(), String> {
     } else {
         println!(
             "{}",
-            serde_json::to_string_pretty(&r.form).map_err(|e| e.to_string())?
+            serde_json::to_string_pretty(&d.form).map_err(|e| e.to_string())?
         );
         println!(
-            "format: {}\nused: {}\nignored: {}",
-            r.format,
-            r.used.join(", "),
-            r.ignored.join(", ")
+            "format: {format}\nused: {}\nignored: {}",
+            used.join(", "),
+            ignored.join(", ")
         );
     }
     Ok(())

@@ -18,6 +18,7 @@ pub mod form;
 pub mod hub;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod hub_client;
+pub mod i18n;
 pub mod imports;
 pub mod model;
 pub mod settings;

@@ -6,7 +6,7 @@ mod curve_panel;
 mod doctor_panel;
 mod fields;
 mod hub_status;
-pub mod i18n;
+pub use crate::i18n;
 mod import_box;
 mod inputs;
 mod results;
