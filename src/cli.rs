@@ -47,9 +47,9 @@ Commands:
               Read an error log or traceback on stdin and say what ran out (GPU memory, host
               memory, disk, or not memory at all), with the figures it states, in GiB.
   import [--json]
-              Read a training command line, LLaMA-Factory/axolotl YAML, DeepSpeed JSON or
-              PEFT adapter_config.json on stdin; print the setup understood (form JSON) and
-              the keys that were ignored.
+              Read a model config.json, a PEFT adapter_config.json, a training command line,
+              LLaMA-Factory/axolotl YAML or DeepSpeed JSON on stdin (what the page's import
+              box reads); print the setup understood (form JSON) and the keys ignored.
   bench [N]   Time N estimates (default 100000) and N/100 full advice passes.
   version     Print the version.
   help        Show this help.

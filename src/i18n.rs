@@ -89,6 +89,8 @@ pub struct Text {
     pub peft_vs_lora: &'static str,
     /// Said when the method's memory is within 1% of LoRA's.
     pub peft_like_lora: &'static str,
+    /// Between items of a list written in a sentence.
+    pub list_sep: &'static str,
     pub serve_title: &'static str,
     pub serve_fits: &'static str,
     pub serve_budget: &'static str,
@@ -433,6 +435,7 @@ pub static EN: Text = Text {
     virtual_tokens_tip: "num_virtual_tokens: learned tokens added to every sequence (prompt tuning, P-tuning) or to every layer's keys and values (prefix tuning).",
     peft_vs_lora: "{pct} GPU memory compared with LoRA at the same rank and modules",
     peft_like_lora: "About the same GPU memory as LoRA (within 1%)",
+    list_sep: ", ",
     serve_title: "Serving: what the engine does at startup",
     serve_fits: "Starts: the KV cache holds {tokens} tokens, {conc}× concurrency for {len}-token requests (as vLLM logs it).",
     serve_budget: "Memory the engine may use",
@@ -712,6 +715,7 @@ pub static ZH: Text = Text {
     virtual_tokens_tip: "num_virtual_tokens：加在每条序列前（提示微调、P-tuning）或每层键值前（前缀微调）的可学习 token。",
     peft_vs_lora: "与相同秩和模块的 LoRA 相比，显存 {pct}",
     peft_like_lora: "显存与 LoRA 基本相同（相差 1% 以内）",
+    list_sep: "，",
     serve_title: "推理服务：引擎启动时的显存分配",
     serve_fits: "可以启动：KV 缓存可容纳 {tokens} 个 token，{len} token 的请求可并发 {conc} 倍（与 vLLM 日志一致）。",
     serve_budget: "引擎可用显存",

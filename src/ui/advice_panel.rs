@@ -66,7 +66,7 @@ pub fn recommendation(lang: Lang, advice: &Advice) -> String {
             let mut details = saved_text(lang, r);
             let time = time_text(lang, r.slowdown);
             if !time.is_empty() {
-                details.push_str(if lang == Lang::Zh { "，" } else { ", " });
+                details.push_str(t.list_sep);
                 details.push_str(&time);
             }
             line.push(' ');
