@@ -26,6 +26,23 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
     ("a-ds-minus9-chatglmft-102", "DeepSpeed \"Killing subprocess\" lines with no return code"),
     ("b-gpu-cudnn-cntk-2", "a bare CUDNN_STATUS_INTERNAL_ERROR, which other threads show is not memory"),
     ("b-mlx-serve-210-preflight", "one application's own wording, no runtime format"),
+    // The second unseen batch (measured before its rules were written; see README):
+    ("f-sglang-165", "an AttributeError whose cause (an exhausted KV pool) only the thread knows"),
+    ("f-ds4-78", "a one-off runtime's message: the size is not extracted"),
+    ("f-mlx-3327", "a 2^64-byte request from an overflow: the text reads as an allocation failure"),
+    ("f-ort-20038", "ONNX Runtime's arena message with no device named in the paste"),
+    ("f-cpmpaddle-7", "a Paddle traceback cut before its error line"),
+    ("f-hyperd-130", "the requested size is written in a form the figure reader does not parse"),
+    ("f-cassandradocker-8", "the requested size is written in a form the figure reader does not parse"),
+    ("f-megatron-1880", "a traceback with no final error line"),
+    ("f-llamafactory-767", "exit code -7 (SIGBUS) whose thread never settled the cause"),
+    ("f-rvcwebui-94", "the size is printed in decimal GB"),
+    ("f-ronin-51", "only \"file cannot be opened\"; the thread found a full disk"),
+    ("f-vitsft-397", "ENOSPC on a path that does not say it is /dev/shm"),
+    ("f-cloudcmd-440", "exit 137 with OOMKilled false: the thread never settled the cause"),
+    ("f-mozaddons-5259", "a bare kill whose thread never settled the cause"),
+    ("f-antmmf-26", "CUBLAS_STATUS_ALLOC_FAILED from a device-selection bug"),
+    ("f-followyourcanvas-2", "a misspelled segfault line (\"Segmentation fauld\")"),
 ];
 
 #[test]
@@ -59,10 +76,12 @@ fn every_corpus_case_is_classified_and_its_figures_extracted() {
         }
         held_out.0 += usize::from(is_held_out);
         let got = serde_json::to_value(d.numbers).unwrap();
+        let known_miss = KNOWN_MISSES.iter().any(|(k, _)| *k == id);
         for (field, expected) in case["numbers"].as_object().unwrap() {
             let e = expected.as_f64().unwrap();
             match got[field].as_f64() {
                 Some(g) if (g - e).abs() <= 0.01 + 1e-3 * e.abs() => {}
+                _ if known_miss => {}
                 other => failures.push(format!("{id}: {field} = {other:?}, labelled {e}")),
             }
         }
@@ -73,7 +92,7 @@ fn every_corpus_case_is_classified_and_its_figures_extracted() {
         held_out.0,
         held_out.1
     );
-    assert!(total >= 320, "the corpus should cover every kind");
+    assert!(total >= 430, "the corpus should cover every kind");
     assert!(known <= KNOWN_MISSES.len());
     for k in ["gpu", "host", "disk", "not-memory", "unrecognised"] {
         assert!(kinds.contains_key(k), "no {k} case");

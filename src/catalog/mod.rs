@@ -10,6 +10,17 @@ use crate::model::Architecture;
 use serde::Deserialize;
 use std::sync::OnceLock;
 
+/// The catalog data. The browser build embeds it without its source notes (`build.rs`); the native build,
+/// which the tests of those notes run on, embeds the files as they are.
+#[cfg(target_arch = "wasm32")]
+const MODELS_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/models.json"));
+#[cfg(not(target_arch = "wasm32"))]
+const MODELS_JSON: &str = include_str!("models.json");
+#[cfg(target_arch = "wasm32")]
+const GPUS_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/gpus.json"));
+#[cfg(not(target_arch = "wasm32"))]
+const GPUS_JSON: &str = include_str!("gpus.json");
+
 /// A catalog model.
 #[derive(Clone, Debug, Deserialize)]
 pub struct ModelEntry {
@@ -27,7 +38,8 @@ pub struct ModelEntry {
     pub params_reference: f64,
     /// Where the reference count comes from.
     pub params_reference_source: Option<String>,
-    /// Where the architecture values come from.
+    /// Where the architecture values come from (empty in the browser build, see [`MODELS_JSON`]).
+    #[serde(default)]
     pub source: String,
     /// The config.json values.
     config: serde_json::Value,
@@ -68,7 +80,8 @@ pub struct GpuEntry {
     pub memory_gb_as_sold: f64,
     /// Memory a framework can actually use, GiB.
     pub usable_gib: f64,
-    /// Why usable differs from sold.
+    /// Why usable differs from sold (empty in the browser build).
+    #[serde(default)]
     pub usable_note: String,
     /// Memory bandwidth, GB/s (10^9 bytes per second).
     pub memory_bandwidth_gbps: Option<f64>,
@@ -83,7 +96,8 @@ pub struct GpuEntry {
     pub webgpu_vendor: Option<String>,
     /// WebGPU `GPUAdapterInfo.architecture` this GPU is likely to report.
     pub webgpu_architecture: Option<String>,
-    /// Sources of the numbers.
+    /// Sources of the numbers (empty in the browser build).
+    #[serde(default)]
     pub source: String,
 }
 
@@ -99,7 +113,7 @@ pub fn models() -> &'static [ModelEntry] {
     static MODELS: OnceLock<Vec<ModelEntry>> = OnceLock::new();
     MODELS.get_or_init(|| {
         let mut entries: Vec<ModelEntry> =
-            serde_json::from_str(include_str!("models.json")).expect("models.json is valid");
+            serde_json::from_str(MODELS_JSON).expect("models.json is valid");
         for e in &mut entries {
             let imported = import::parse_config(&e.config)
                 .unwrap_or_else(|err| panic!("catalog model {}: {err}", e.id));
@@ -112,9 +126,7 @@ pub fn models() -> &'static [ModelEntry] {
 /// Every built-in GPU.
 pub fn gpus() -> &'static [GpuEntry] {
     static GPUS: OnceLock<Vec<GpuEntry>> = OnceLock::new();
-    GPUS.get_or_init(|| {
-        serde_json::from_str(include_str!("gpus.json")).expect("gpus.json is valid")
-    })
+    GPUS.get_or_init(|| serde_json::from_str(GPUS_JSON).expect("gpus.json is valid"))
 }
 
 /// A model by id.

@@ -62,6 +62,8 @@ pub enum Source {
     Ray,
     PinnedMemory,
     DiskFull,
+    Paddle,
+    OnnxRuntime,
     DeviceAssert,
     IllegalAccess,
     /// Another CUDA runtime error that is not about memory size (misaligned address, invalid argument, …).
@@ -722,6 +724,7 @@ const SIGKILL: Rule = any(
         "exit status -9",
         "signal: killed",
         "exit code 137",
+        "return code: 137",
         "exit code: 137",
         "exited with code 137",
         "exit status 137",
@@ -912,6 +915,47 @@ const NCCL: Rule = any(
     Kind::NotMemory,
     Source::Nccl,
 );
+/// PaddlePaddle's allocator (`paddle/phi/core/memory/allocation`, `ResourceExhaustedError`): "Out of memory
+/// error on GPU N. Cannot allocate X memory on GPU N, Y memory has been allocated and available memory is only
+/// Z."
+const PADDLE_OOM: Rule = any(
+    &[
+        "out of memory error on gpu",
+        "memory has been allocated and available memory is only",
+    ],
+    Kind::Gpu,
+    Source::Paddle,
+);
+/// ONNX Runtime's arena (`onnxruntime/core/framework/bfc_arena.cc`): "Failed to allocate memory for
+/// requested buffer of size N": device memory under the CUDA execution provider, host memory on the CPU.
+/// A request beyond 1 PiB is a corrupted size (an overflow in the model or the runtime), not memory.
+const ORT_ARENA_ABSURD: Rule = check(ort_arena_absurd, Kind::NotMemory, Source::OnnxRuntime);
+const ORT_ARENA_GPU: Rule = check(ort_arena_gpu, Kind::Gpu, Source::OnnxRuntime);
+const ORT_ARENA_CPU: Rule = check(ort_arena_cpu, Kind::Host, Source::OnnxRuntime);
+/// NVML (`nvidia-smi`, `pynvml`): "Failed to initialize NVML: Driver/library version mismatch": a driver
+/// updated under a running kernel module, not memory.
+const NVML_MISMATCH: Rule = any(
+    &["failed to initialize nvml: driver/library version mismatch"],
+    Kind::NotMemory,
+    Source::DriverTooOld,
+)
+.with(Hint::UpdateDriver);
+/// ROCm's HSA runtime: "Memory access fault by GPU node-N (Agent handle: …) on address …": an invalid access,
+/// like CUDA's illegal memory access.
+const HSA_FAULT: Rule = any(
+    &["memory access fault by gpu node"],
+    Kind::NotMemory,
+    Source::IllegalAccess,
+)
+.with(Hint::KernelFault);
+/// A ggml assertion (`GGML_ASSERT(…) failed`, as Ollama's "llama runner process has terminated" reports
+/// it) or a Windows illegal-instruction exit (0xc000001d, a CPU without the instructions the build needs).
+const GGML_ASSERT: Rule = any(
+    &["ggml_assert(", "exit status 0xc000001d"],
+    Kind::NotMemory,
+    Source::LlamaCpp,
+)
+.with(Hint::WrongBuild);
 /// NCCL `misc/shmutils.cc`: "Error while attaching to shared memory segment … error: No such file or
 /// directory": the segment a peer created is gone (the peer died first, or `/dev/shm` was cleaned), not full.
 const NCCL_SHM_GONE: Rule =
@@ -962,6 +1006,10 @@ const RULES: &[Rule] = &[
     METAL_CMDBUF,
     METAL_GGML,
     MLX_MALLOC,
+    PADDLE_OOM,
+    ORT_ARENA_ABSURD,
+    ORT_ARENA_GPU,
+    ORT_ARENA_CPU,
     XLA_TINY,
     XLA_OOM,
     XLA_TPU,
@@ -1006,6 +1054,9 @@ const RULES: &[Rule] = &[
     CUDNN_FAULT,
     MXNET_WORKSPACE,
     NCCL_SHM_GONE,
+    NVML_MISMATCH,
+    HSA_FAULT,
+    GGML_ASSERT,
     NCCL,
     SEGFAULT,
     TOKENIZER,
@@ -1213,9 +1264,7 @@ fn memory_error(s: &Scan) -> Option<usize> {
     s.low
         .match_indices("memoryerror")
         .map(|(i, _)| i)
-        .find(|&i| {
-            s.low[..i].ends_with("_array") || i == 0 || !bytes[i - 1].is_ascii_alphanumeric()
-        })
+        .find(|&i| s.low[..i].ends_with("array") || i == 0 || !bytes[i - 1].is_ascii_alphanumeric())
         .map(|i| s.orig(i))
 }
 
@@ -1431,6 +1480,34 @@ fn metal_working_set(text: &str, lower: &str) -> Option<(f64, f64)> {
     })
 }
 
+const ORT_ARENA: &str = "failed to allocate memory for requested buffer of size";
+
+/// ONNX Runtime's arena failure under the CUDA execution provider (the text names CUDA or the GPU).
+fn ort_arena_gpu(s: &Scan) -> Option<usize> {
+    let at = s.find(ORT_ARENA)?;
+    (s.has("cuda") || s.has("gpu")).then_some(at)
+}
+
+/// ONNX Runtime's arena failure on the CPU (the text names the CPU or its `nchwc` layout); without a device,
+/// nothing says which memory it was.
+fn ort_arena_cpu(s: &Scan) -> Option<usize> {
+    let at = s.find(ORT_ARENA)?;
+    (s.has("cpu") || s.has("nchwc")).then_some(at)
+}
+
+/// ONNX Runtime's arena asked for more than 1 PiB (see [`ORT_ARENA_ABSURD`]).
+fn ort_arena_absurd(s: &Scan) -> Option<usize> {
+    let at = s.find(ORT_ARENA)?;
+    let rest = &s.low[at + ORT_ARENA.len()..];
+    let digits: String = rest
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    let n: f64 = digits.parse().ok()?;
+    (n > 1_125_899_906_842_624.0).then_some(at)
+}
+
 /// NCCL's shared-memory attach failing with ENOENT (see [`NCCL_SHM_GONE`]).
 fn nccl_shm_gone(s: &Scan) -> Option<usize> {
     let at = s.find("error while attaching to shared memory segment")?;
@@ -1476,6 +1553,8 @@ fn numbers(text: &str, lower: &str, source: Source) -> Numbers {
             .or_else(|| size_after_colon(text, lower, "requested"))
             .or_else(|| size_after(text, lower, "model requires more system memory ("))
             .or_else(|| bytes_after(text, lower, "attempting to allocate "))
+            .or_else(|| bytes_after(text, lower, "requested buffer of size "))
+            .or_else(|| size_after(text, lower, "cannot allocate "))
             .or_else(|| metal_buffer_size(lower)),
         // ≥ 2.1: "GPU 0 has a total capacity of 23.65 GiB of which 1.66 GiB is free." (older builds: "capacty").
         total_gib: size_after(text, lower, "total capacity of")
@@ -1492,8 +1571,10 @@ fn numbers(text: &str, lower: &str, source: Source) -> Numbers {
             .or_else(|| size_after_colon(text, lower, "free (according to cuda)"))
             .or_else(|| size_after(text, lower, "available kv cache memory ("))
             .or_else(|| size_after(text, lower, "than is available ("))
-            .or_else(|| free_over_total(text, lower).map(|(f, _)| f)),
-        allocated_gib: size_after(text, lower, "of the allocated memory")
+            .or_else(|| free_over_total(text, lower).map(|(f, _)| f))
+            .or_else(|| size_after(text, lower, "available memory is only")),
+        allocated_gib: size_before(text, lower, "memory has been allocated")
+            .or_else(|| size_after(text, lower, "of the allocated memory"))
             .or_else(|| size_before(text, lower, "already allocated"))
             .or_else(|| size_after(text, lower, "mps allocated:"))
             .or_else(|| size_after_colon(text, lower, "currently allocated")),
@@ -1515,6 +1596,23 @@ fn numbers(text: &str, lower: &str, source: Source) -> Numbers {
         }),
     };
     match source {
+        // Paddle prints sizes with 1024-based units under "MB"/"GB" (its `HumanReadableSize`).
+        Source::Paddle => {
+            let bin = |p: &str, before: bool| {
+                if before {
+                    let end = lower.find(p)?;
+                    let head = text[..end].trim_end();
+                    let start = head.rfind(' ').map_or(0, |i| i + 1);
+                    parse_size_as(&text[start..end], true)
+                } else {
+                    let at = lower.find(p)? + p.len();
+                    parse_size_as(&text[at..], true)
+                }
+            };
+            n.tried_gib = bin("cannot allocate ", false).or(n.tried_gib);
+            n.allocated_gib = bin(" memory has been allocated", true).or(n.allocated_gib);
+            n.free_gib = bin("available memory is only", false).or(n.free_gib);
+        }
         Source::PytorchMps => {
             let mps = |p: &str| {
                 let at = lower.find(p)? + p.len();
@@ -1714,6 +1812,49 @@ mod tests {
         // An allocation failure before the crash still wins.
         let d = diagnose("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 9000.00 MiB on device 0: cudaMalloc failed: out of memory\nSegmentation fault (core dumped)", None);
         assert_eq!(d.kind, Kind::Gpu);
+    }
+
+    #[test]
+    fn paddle_onnxruntime_nvml_hsa_and_ggml_formats() {
+        let d = diagnose("ResourceExhaustedError: Out of memory error on GPU 0. Cannot allocate 512.000000MB memory on GPU 0, 10.000000GB memory has been allocated and available memory is only 256.000000MB.", None);
+        assert_eq!(d.kind, Kind::Gpu);
+        near(d.numbers.tried_gib, 0.5);
+        near(d.numbers.allocated_gib, 10.0);
+        near(d.numbers.free_gib, 0.25);
+        let ort = "onnxruntime::BFCArena::AllocateRawInternal Failed to allocate memory for requested buffer of size 1073741824";
+        assert_eq!(
+            diagnose(&format!("CUDAExecutionProvider {ort}"), None).kind,
+            Kind::Gpu
+        );
+        assert_eq!(
+            diagnose(&format!("CPUExecutionProvider {ort}"), None).kind,
+            Kind::Host
+        );
+        assert_eq!(
+            diagnose(ort, None).kind,
+            Kind::Unrecognised,
+            "no device named"
+        );
+        let absurd =
+            "CUDA Failed to allocate memory for requested buffer of size 4611686018427387904";
+        assert_eq!(diagnose(absurd, None).kind, Kind::NotMemory);
+        assert_eq!(
+            diagnose(
+                "Failed to initialize NVML: Driver/library version mismatch",
+                None
+            )
+            .kind,
+            Kind::NotMemory
+        );
+        assert_eq!(diagnose("Memory access fault by GPU node-1 (Agent handle: 0x1) on address 0x2. Reason: Page not present", None).kind, Kind::NotMemory);
+        assert_eq!(
+            diagnose(
+                "llama runner process has terminated: GGML_ASSERT(x) failed",
+                None
+            )
+            .kind,
+            Kind::NotMemory
+        );
     }
 
     #[test]
