@@ -602,6 +602,12 @@ async fn the_serving_panel_shows_the_engine_plan() {
     assert!(verdict.contains("tokens"), "{verdict}");
     let kv = text(&root, "#serve-kv");
     assert!(kv.contains("GiB"), "{kv}");
+    // The solvers for the concurrent sequences set on the form, and the concurrency curve.
+    assert!(text(&root, "#serve-users-context").contains("tokens"));
+    assert!(root
+        .query_selector("#serve-curve path.concurrency")
+        .unwrap()
+        .is_some());
     // A lower memory utilization leaves less for the KV cache.
     set_input(&root, "#gmu", "50");
     yew::scheduler::flush().await;
