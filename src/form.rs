@@ -80,6 +80,10 @@ pub struct Form {
     pub gpu_util_pct: u32,
     /// Serving: `--enforce-eager` (no CUDA graphs).
     pub enforce_eager: bool,
+    /// Serving: `--max-num-seqs` (0: the engine's default).
+    pub max_num_seqs: u32,
+    /// Serving: tokens per KV block (`--block-size`, vLLM default 16).
+    pub block_size: u32,
 }
 
 impl Default for Form {
@@ -131,6 +135,8 @@ impl Default for Form {
             engine: crate::model::Engine::Vllm,
             gpu_util_pct: 90,
             enforce_eager: false,
+            max_num_seqs: 0,
+            block_size: 16,
         }
     }
 }
@@ -223,6 +229,8 @@ impl Form {
                 _ => ServeKvDtype::Auto,
             }),
             enforce_eager: Some(self.enforce_eager),
+            max_num_seqs: (self.max_num_seqs > 0).then_some(self.max_num_seqs),
+            block_size: Some(self.block_size.max(1)),
             weights: self.weights.is_quantized().then_some(self.weights),
             max_position_embeddings: catalog::model(&self.model)
                 .and_then(|m| m.max_position_embeddings()),

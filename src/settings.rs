@@ -272,6 +272,8 @@ pub static SETTINGS: &[Setting] = &[
     enum_setting!("engine", engine),
     number_setting!("gmu", gpu_util_pct, 1, 100, []),
     flag_setting!("eager", enforce_eager),
+    number_setting!("mns", max_num_seqs, 0, MAX_BATCH, ["max_num_seqs"]),
+    number_setting!("block", block_size, 1, 1024, ["block_size"]),
     Setting {
         key: "hub",
         field: "hub",

@@ -283,6 +283,8 @@ mod tests {
             engine: crate::model::Engine::Sglang,
             gpu_util_pct: 85,
             enforce_eager: true,
+            max_num_seqs: 64,
+            block_size: 32,
             micro_batch: 3,
             seq_len: 8192,
             grad_accum: 16,

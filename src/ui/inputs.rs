@@ -506,6 +506,12 @@ fn inference_inputs(props: &InputsProps, t: &'static Text) -> Html {
             <NumberField id="gmu" label={t.gpu_util} unit="%" tip={t.gpu_util_tip} value={form.gpu_util_pct}
                 min={range("gmu").0} max={range("gmu").1} error_text={t.bad_number} on_change={set(props, "gmu")} />
             { check("eager", t.eager, t.eager_tip, form.enforce_eager, setting_flag(props, "eager")) }
+            <div class="row">
+                <NumberField id="mns" label={t.max_num_seqs} unit={t.sequences} tip={t.max_num_seqs_tip} value={form.max_num_seqs}
+                    min={range("mns").0} max={range("mns").1} error_text={t.bad_number} on_change={set(props, "mns")} />
+                <NumberField id="block" label={t.block_size} unit={t.tokens} tip={t.block_size_tip} value={form.block_size}
+                    min={range("block").0} max={range("block").1} error_text={t.bad_number} on_change={set(props, "block")} />
+            </div>
             <SelectField id="kv" label={t.kv} tip={t.kv_tip} value={id_of(&form.kv_dtype)}
                 options={opts(&[(KvDtype::Bf16, "bf16 (2 B)"), (KvDtype::Fp8, "fp8 (1 B)"), (KvDtype::Int8, "int8 (1 B)"), (KvDtype::Int4, "int4 (0.5 B)")])}
                 on_change={set::<String>(props, "kv")} />
