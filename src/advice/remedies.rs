@@ -449,9 +449,17 @@ pub fn rank_single(form: &Form) -> Vec<Remedy> {
     let mut out: Vec<Remedy> = single_changes(form)
         .into_iter()
         .map(|(c, f, cav)| build(&base, vec![c], f, cav))
+        // A change that moves memory by less than 0.005 GiB and does not make the job fit (FlashAttention
+        // on a job that already uses a fused kernel, say) is no remedy.
+        .filter(|r| r.saved.abs() >= 0.005 * crate::bytes::GIB || (r.fits && !base_fits(&base)))
         .collect();
     sort(&mut out);
     out
+}
+
+/// Whether the unchanged job fits the GPU.
+fn base_fits(base: &(Estimate, Verdict, Option<Speed>)) -> bool {
+    !matches!(base.1.fit, Fit::VramShort | Fit::BothShort)
 }
 
 /// The cheapest combinations of setting changes that make the job fit (at most `limit`). Hardware and model
