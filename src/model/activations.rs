@@ -122,18 +122,28 @@ pub fn layer_bytes_per_token(arch: &Architecture, job: &Job) -> LayerBytes {
         + adapter(Module::Q, h, q)
         + adapter(Module::K, h, kv)
         + adapter(Module::V, h, kv);
-    // Prefix tuning passes its prefix as past keys/values with an attention mask, so transformers expands K/V
-    // and SDPA takes the masked (memory-efficient) kernel, which saves its own copy of the bias expanded to
-    // every head and padded to a multiple of 16 keys: `heads · pad16(s + n) · ab` per token (ATen
-    // `sdp_utils.cpp` / `attention.cpp` bias preprocessing; the oracle's prefix-tuning jobs show it).
+    // A padding mask (variable-length batches) or prefix tuning's prefix sends SDPA to the masked
+    // (memory-efficient) kernel. When the key length is not a multiple of 16, that kernel's bias must be padded
+    // for alignment, and the padded copy is materialized for every head and saved for backward:
+    // `heads · pad16(keys) · ab` per token (ATen `sdp_utils.cpp` / `attention.cpp` bias preprocessing). The
+    // oracle shows it with a padding mask at 1000 keys (+134 MiB per layer on Llama 3.2 1B, batch 2) and not at
+    // 1024; prefix tuning shows it at 512 + 20. Dynamic padding makes every batch's length different, so a
+    // variable-length run meets the unaligned case: the peak counts it.
     let prefix = lora && job.lora.method == Method::PrefixTuning;
     let repeated = job.versions.sdpa_repeats_kv(job.variable_lengths || prefix);
-    let prefix_bias = if prefix && job.attention == AttentionImpl::Sdpa {
-        let keys = f64::from(job.seq_len) + f64::from(job.lora.virtual_tokens);
-        f64::from(arch.heads) * (keys / 16.0).ceil() * 16.0 * ab
-    } else {
-        0.0
-    };
+    let keys = f64::from(job.seq_len)
+        + if prefix {
+            f64::from(job.lora.virtual_tokens)
+        } else {
+            0.0
+        };
+    let unaligned = job.variable_lengths || keys % 16.0 != 0.0;
+    let prefix_bias =
+        if (prefix || job.variable_lengths) && unaligned && job.attention == AttentionImpl::Sdpa {
+            f64::from(arch.heads) * (keys / 16.0).ceil() * 16.0 * ab
+        } else {
+            0.0
+        };
     let attn_heads = prefix_bias
         + adapter(Module::O, q, h)
         + match job.attention {
