@@ -88,19 +88,6 @@ fn catalog_max_positions(id: &str) -> Option<u32> {
     catalog::model(id).and_then(|m| m.max_position_embeddings())
 }
 
-/// `max_position_embeddings` of a Hugging Face config (top level or `text_config`), within the limits.
-fn config_max_positions(config: &Value) -> Option<u32> {
-    let read = |v: &Value| {
-        v.get("max_position_embeddings")
-            .or_else(|| v.get("n_positions"))
-            .and_then(Value::as_u64)
-    };
-    read(config)
-        .or_else(|| config.get("text_config").and_then(read))
-        .filter(|n| (1..=u64::from(crate::model::limits::MAX_TOKENS)).contains(n))
-        .map(|n| n as u32)
-}
-
 /// The dtype a config declares (`torch_dtype`, or `dtype` in recent transformers).
 fn config_dtype(config: &Value) -> Option<ModelDtype> {
     let name = config
@@ -155,7 +142,7 @@ pub fn serve_input_from_json(text: &str) -> Result<ServeInput, String> {
             if request.dtype.is_none() {
                 request.dtype = config_dtype(&c);
             }
-            (imported.arch, config_max_positions(&c))
+            (imported.arch, import::max_positions(&c))
         }
         _ => return Err("model: give a catalog id (model), an arch or a config".into()),
     };

@@ -61,6 +61,20 @@ pub struct Imported {
     pub quantization: Option<Quantization>,
 }
 
+/// `max_position_embeddings` of a Hugging Face config (GPT-2: `n_positions`; top level or `text_config`),
+/// within the token limits.
+pub fn max_positions(config: &Value) -> Option<u32> {
+    let read = |v: &Value| {
+        v.get("max_position_embeddings")
+            .or_else(|| v.get("n_positions"))
+            .and_then(Value::as_u64)
+    };
+    read(config)
+        .or_else(|| config.get("text_config").and_then(read))
+        .filter(|n| (1..=u64::from(crate::model::limits::MAX_TOKENS)).contains(n))
+        .map(|n| n as u32)
+}
+
 /// Parses config.json text.
 pub fn parse_config_text(text: &str) -> Result<Imported, ImportError> {
     if text.len() > MAX_CONFIG_BYTES {

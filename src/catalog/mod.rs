@@ -58,12 +58,7 @@ impl ModelEntry {
     /// The longest context the model was trained for (`max_position_embeddings`, also under `text_config`),
     /// when its config states it.
     pub fn max_position_embeddings(&self) -> Option<u32> {
-        let read = |v: &serde_json::Value| {
-            v.get("max_position_embeddings")
-                .and_then(serde_json::Value::as_u64)
-                .and_then(|n| u32::try_from(n).ok())
-        };
-        read(&self.config).or_else(|| self.config.get("text_config").and_then(read))
+        import::max_positions(&self.config)
     }
 }
 
