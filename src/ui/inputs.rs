@@ -65,6 +65,23 @@ fn set<T: ToString + 'static>(props: &InputsProps, key: &'static str) -> Callbac
     })
 }
 
+/// A whole-number input for the setting with link key `key`: its bounds come from the settings table, its
+/// changes go back as that setting.
+fn number(
+    props: &InputsProps,
+    t: &'static Text,
+    key: &'static str,
+    label: &'static str,
+    unit: &'static str,
+    tip: &'static str,
+    value: u32,
+) -> Html {
+    let (min, max) = range(key);
+    html! {
+        <NumberField id={key} {label} {unit} {tip} {value} {min} {max} error_text={t.bad_number} on_change={set(props, key)} />
+    }
+}
+
 /// A callback that sends one fixed intent, whatever the event.
 fn send<E: 'static>(props: &InputsProps, edit: Edit) -> Callback<E> {
     let on_edit = props.on_edit.clone();
@@ -106,14 +123,11 @@ pub fn Inputs(props: &InputsProps) -> Html {
                     value={AttrValue::from(form.gpu.clone())} on_change={set::<String>(props, "gpu")} />
                 { gpu_hint(props, t) }
                 if form.gpu == CUSTOM {
-                    <NumberField id="vram" label={t.vram} unit="GiB" tip={t.vram_tip} value={form.custom_vram_gib} min={range("vram").0} max={range("vram").1}
-                        error_text={t.bad_number} on_change={set(props, "vram")} />
+                    { number(props, t, "vram", t.vram, "GiB", t.vram_tip, form.custom_vram_gib) }
                 }
                 <div class="row">
-                    <NumberField id="gpus" label={t.gpus} unit="×" tip={t.gpus_tip} value={form.gpus} min={range("gpus").0} max={range("gpus").1}
-                        error_text={t.bad_number} on_change={set(props, "gpus")} />
-                    <NumberField id="ram" label={t.ram} unit="GiB" tip={t.ram_tip} value={form.ram_gib} min={range("ram").0} max={range("ram").1}
-                        error_text={t.bad_number} on_change={set(props, "ram")} />
+                    { number(props, t, "gpus", t.gpus, "×", t.gpus_tip, form.gpus) }
+                    { number(props, t, "ram", t.ram, "GiB", t.ram_tip, form.ram_gib) }
                 </div>
             </fieldset>
             <fieldset>
@@ -147,8 +161,7 @@ pub fn Inputs(props: &InputsProps) -> Html {
                         on_change={set::<String>(props, "optim")} />
                 }
                 if matches!(form.optimizer, Optimizer::Galore | Optimizer::Apollo) {
-                    <NumberField id="prank" label={t.projection_rank} unit="r" tip={t.projection_rank_tip} value={form.projection_rank}
-                        min={range("prank").0} max={range("prank").1} error_text={t.bad_number} on_change={set(props, "prank")} />
+                    { number(props, t, "prank", t.projection_rank, "r", t.projection_rank_tip, form.projection_rank) }
                 }
                 if matches!(form.mode, Mode::Freeze | Mode::Badam | Mode::Lisa) {
                     <NumberField id="layers-trained" label={t.layers_trained} unit={t.units_layers} tip={t.layers_trained_tip} value={form.trained_layers}
@@ -385,13 +398,10 @@ fn objective_inputs(props: &InputsProps, t: &'static Text) -> Html {
             }
             if obj == Objective::Grpo {
                 <div class="row">
-                    <NumberField id="gens" label={t.generations} unit="×" tip={t.generations_tip} value={form.generations}
-                        min={range("gens").0} max={range("gens").1} error_text={t.bad_number} on_change={set(props, "gens")} />
-                    <NumberField id="comp" label={t.completion} unit={t.tokens} tip={t.completion_tip} value={form.completion_tokens}
-                        min={range("comp").0} max={range("comp").1} error_text={t.bad_number} on_change={set(props, "comp")} />
+                    { number(props, t, "gens", t.generations, "×", t.generations_tip, form.generations) }
+                    { number(props, t, "comp", t.completion, t.tokens, t.completion_tip, form.completion_tokens) }
                 </div>
-                <NumberField id="vllm" label={t.vllm_gib} unit="GiB" tip={t.vllm_gib_tip} value={form.vllm_gib}
-                    min={range("vllm").0} max={range("vllm").1} error_text={t.bad_number} on_change={set(props, "vllm")} />
+                { number(props, t, "vllm", t.vllm_gib, "GiB", t.vllm_gib_tip, form.vllm_gib) }
             }
         </>
     }
@@ -427,11 +437,9 @@ fn lora_inputs(props: &InputsProps, t: &'static Text) -> Html {
                 on_change={set::<String>(props, "peft")} />
             if let Some(note) = vs_lora { <p class="hint" id="peft-vs-lora">{ note }</p> }
             if method.is_prompt() {
-                <NumberField id="vtok" label={t.virtual_tokens} unit={t.tokens} tip={t.virtual_tokens_tip} value={form.virtual_tokens}
-                    min={range("vtok").0} max={range("vtok").1} error_text={t.bad_number} on_change={set(props, "vtok")} />
+                { number(props, t, "vtok", t.virtual_tokens, t.tokens, t.virtual_tokens_tip, form.virtual_tokens) }
             } else {
-            <NumberField id="rank" label={t.rank} unit="r" tip={t.rank_tip} value={form.lora_rank} min={range("rank").0} max={range("rank").1}
-                error_text={t.bad_number} on_change={set(props, "rank")} />
+            { number(props, t, "rank", t.rank, "r", t.rank_tip, form.lora_rank) }
             <div class="field targets" title={t.targets_tip}>
                 <span class="label">{ t.targets }</span>
                 { for Module::ALL.iter().map(|m| {
@@ -462,13 +470,10 @@ fn batch_inputs(props: &InputsProps, t: &'static Text) -> Html {
         <fieldset>
             <legend>{ t.group_batch }</legend>
             <div class="row">
-                <NumberField id="batch" label={t.batch} unit={t.sequences} tip={t.batch_tip} value={form.micro_batch} min={range("batch").0} max={range("batch").1}
-                    error_text={t.bad_number} on_change={set(props, "batch")} />
-                <NumberField id="seq" label={t.seq} unit={t.tokens} tip={t.seq_tip} value={form.seq_len} min={range("seq").0} max={range("seq").1}
-                    error_text={t.bad_number} on_change={set(props, "seq")} />
+                { number(props, t, "batch", t.batch, t.sequences, t.batch_tip, form.micro_batch) }
+                { number(props, t, "seq", t.seq, t.tokens, t.seq_tip, form.seq_len) }
             </div>
-            <NumberField id="accum" label={t.accum} unit={t.steps} tip={t.accum_tip} value={form.grad_accum} min={range("accum").0} max={range("accum").1}
-                error_text={t.bad_number} on_change={set(props, "accum")} />
+            { number(props, t, "accum", t.accum, t.steps, t.accum_tip, form.grad_accum) }
             <p class="hint">{ format!("{}: {} {}", t.effective_batch, props.effective_batch, t.sequences) }</p>
             <SelectField id="shapes" label={t.shapes} tip={t.shapes_tip} value={if form.variable_lengths { "variable" } else { "fixed" }}
                 options={vec![("fixed".into(), t.opt_fixed_len.into()), ("variable".into(), t.opt_variable_len.into())]}
@@ -493,24 +498,18 @@ fn inference_inputs(props: &InputsProps, t: &'static Text) -> Html {
         <fieldset>
             <legend>{ t.group_inference }</legend>
             <div class="row">
-                <NumberField id="prompt" label={t.prompt} unit={t.tokens} tip={t.prompt_tip} value={form.prompt_tokens} min={range("prompt").0} max={range("prompt").1}
-                    error_text={t.bad_number} on_change={set(props, "prompt")} />
-                <NumberField id="new" label={t.new_tokens} unit={t.tokens} tip={t.new_tokens_tip} value={form.new_tokens} min={range("new").0} max={range("new").1}
-                    error_text={t.bad_number} on_change={set(props, "new")} />
+                { number(props, t, "prompt", t.prompt, t.tokens, t.prompt_tip, form.prompt_tokens) }
+                { number(props, t, "new", t.new_tokens, t.tokens, t.new_tokens_tip, form.new_tokens) }
             </div>
-            <NumberField id="conc" label={t.concurrent} unit={t.sequences} tip={t.concurrent_tip} value={form.concurrent} min={range("conc").0} max={range("conc").1}
-                error_text={t.bad_number} on_change={set(props, "conc")} />
+            { number(props, t, "conc", t.concurrent, t.sequences, t.concurrent_tip, form.concurrent) }
             <SelectField id="engine" label={t.engine} tip={t.engine_tip} value={id_of(&form.engine)}
                 options={opts(&[(Engine::Vllm, "vLLM"), (Engine::Sglang, "SGLang"), (Engine::Transformers, "transformers generate")])}
                 on_change={set::<String>(props, "engine")} />
-            <NumberField id="gmu" label={t.gpu_util} unit="%" tip={t.gpu_util_tip} value={form.gpu_util_pct}
-                min={range("gmu").0} max={range("gmu").1} error_text={t.bad_number} on_change={set(props, "gmu")} />
+            { number(props, t, "gmu", t.gpu_util, "%", t.gpu_util_tip, form.gpu_util_pct) }
             { check("eager", t.eager, t.eager_tip, form.enforce_eager, setting_flag(props, "eager")) }
             <div class="row">
-                <NumberField id="mns" label={t.max_num_seqs} unit={t.sequences} tip={t.max_num_seqs_tip} value={form.max_num_seqs}
-                    min={range("mns").0} max={range("mns").1} error_text={t.bad_number} on_change={set(props, "mns")} />
-                <NumberField id="block" label={t.block_size} unit={t.tokens} tip={t.block_size_tip} value={form.block_size}
-                    min={range("block").0} max={range("block").1} error_text={t.bad_number} on_change={set(props, "block")} />
+                { number(props, t, "mns", t.max_num_seqs, t.sequences, t.max_num_seqs_tip, form.max_num_seqs) }
+                { number(props, t, "block", t.block_size, t.tokens, t.block_size_tip, form.block_size) }
             </div>
             <SelectField id="kv" label={t.kv} tip={t.kv_tip} value={id_of(&form.kv_dtype)}
                 options={opts(&[(KvDtype::Bf16, "bf16 (2 B)"), (KvDtype::Fp8, "fp8 (1 B)"), (KvDtype::Int8, "int8 (1 B)"), (KvDtype::Int4, "int4 (0.5 B)")])}
