@@ -60,6 +60,22 @@ impl Verdict {
     }
 }
 
+/// The chosen PEFT method's GPU need against LoRA's on the same job, percent (`None` for LoRA itself).
+pub fn peft_vs_lora_pct(form: &Form) -> Option<f64> {
+    use crate::model::peft::Method;
+    (form.peft_method != Method::Lora).then(|| {
+        let need = |m: Method| {
+            let f = Form {
+                peft_method: m,
+                ..form.clone()
+            };
+            crate::model::estimate(&f.job()).fit_need
+        };
+        let (this, lora) = (need(form.peft_method), need(Method::Lora));
+        (this - lora) / lora.max(1.0) * 100.0
+    })
+}
+
 /// Compares an estimate with a GPU's usable memory and the machine's RAM (both in bytes).
 pub fn verdict(est: &Estimate, vram_have: f64, ram_have: f64) -> Verdict {
     let vram_need = est.fit_need;
@@ -183,6 +199,19 @@ pub fn advise(form: &Form) -> Advice {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_peft_method_is_compared_with_lora_on_the_same_job() {
+        use crate::model::peft::Method;
+        assert_eq!(peft_vs_lora_pct(&Form::default()), None);
+        // VeRA trains vectors instead of low-rank matrices: a little less than LoRA r16 on all modules.
+        let vera = peft_vs_lora_pct(&Form {
+            peft_method: Method::Vera,
+            ..Form::default()
+        })
+        .unwrap();
+        assert!(vera < 0.0 && vera > -20.0, "{vera}");
+    }
     use crate::bytes::GIB;
     use crate::model::{estimate, Job};
 

@@ -412,14 +412,8 @@ fn lora_inputs(props: &InputsProps, t: &'static Text) -> Html {
     let toggle = |m: Module| send::<Event>(props, Edit::ToggleTarget(m));
     let method = form.peft_method;
     // How the chosen method compares with LoRA on the same job: said in words when it barely matters.
-    let vs_lora = (method != Method::Lora).then(|| {
-        let need = |m: Method| {
-            let mut f = form.clone();
-            f.peft_method = m;
-            crate::model::estimate(&f.job()).fit_need
-        };
-        let (this, lora) = (need(method), need(Method::Lora));
-        let pct = (this - lora) / lora.max(1.0) * 100.0;
+    // How the chosen method compares with LoRA on the same job: said in words when it barely matters.
+    let vs_lora = crate::advice::peft_vs_lora_pct(form).map(|pct| {
         if pct.abs() < 1.0 {
             t.peft_like_lora.to_string()
         } else {
