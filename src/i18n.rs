@@ -91,6 +91,8 @@ pub struct Text {
     pub peft_like_lora: &'static str,
     /// Between items of a list written in a sentence.
     pub list_sep: &'static str,
+    /// GPUs of a tensor-parallel group: `{n}`.
+    pub serve_tp: &'static str,
     pub max_num_seqs: &'static str,
     pub max_num_seqs_tip: &'static str,
     pub block_size: &'static str,
@@ -444,6 +446,7 @@ pub static EN: Text = Text {
     peft_vs_lora: "{pct} GPU memory compared with LoRA at the same rank and modules",
     peft_like_lora: "About the same GPU memory as LoRA (within 1%)",
     list_sep: ", ",
+    serve_tp: "{n} GPUs (tensor parallel)",
     max_num_seqs: "Max sequences (0 = default)",
     max_num_seqs_tip: "--max-num-seqs: most sequences scheduled at once; 0 leaves vLLM's default (1024 on large GPUs, else 256).",
     block_size: "KV block size",
@@ -732,6 +735,7 @@ pub static ZH: Text = Text {
     peft_vs_lora: "与相同秩和模块的 LoRA 相比，显存 {pct}",
     peft_like_lora: "显存与 LoRA 基本相同（相差 1% 以内）",
     list_sep: "，",
+    serve_tp: "{n} 张 GPU（张量并行）",
     max_num_seqs: "最大序列数（0 = 默认）",
     max_num_seqs_tip: "--max-num-seqs：同时调度的最多序列数；0 表示用 vLLM 默认值（大显存 GPU 为 1024，否则 256）。",
     block_size: "KV 块大小",

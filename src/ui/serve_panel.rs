@@ -62,7 +62,7 @@ pub fn ServePanel(props: &ServePanelProps) -> Html {
                             <dt>{ t.serve_users_context.replace("{users}", &users.to_string()) }</dt>
                             <dd id="serve-users-context">{ longest.map_or_else(|| "—".to_string(), |l| format!("{l} {}", t.tokens)) }</dd>
                             <dt>{ t.serve_fewest_gpus.replace("{users}", &users.to_string()).replace("{len}", &p.max_model_len.to_string()) }</dt>
-                            <dd id="serve-fewest-gpus">{ gpus.map_or_else(|| "—".to_string(), |n| format!("{n} × (tensor parallel)")) }</dd>
+                            <dd id="serve-fewest-gpus">{ gpus.map_or_else(|| "—".to_string(), |n| t.serve_tp.replace("{n}", &n.to_string())) }</dd>
                         </dl>
                         { concurrency_svg(t, points, users, *longest) }
                         { for p.warnings.iter().map(|w| html! { <p class="hint">{ w }</p> }) }
