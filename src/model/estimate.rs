@@ -412,6 +412,14 @@ pub fn estimate(job: &Job) -> Estimate {
         } else {
             p.embedding
         };
+    // An LM head the stack quantizes with the decoder (`Stack::quantizes_lm_head`) moves from the 16-bit
+    // weights to the quantized ones, and becomes the largest matrix a matmul dequantizes at once.
+    let head_quantized = if quantized && job.stack.quantizes_lm_head() {
+        p.lm_head
+    } else {
+        0.0
+    };
+    let largest_dequant = p.largest_linear.max(head_quantized);
     let (w_quant, w_plain) = if quantized {
         let non_linear_bytes = if job.upcast_non_quantized && job.is_training() {
             4.0
@@ -419,8 +427,8 @@ pub fn estimate(job: &Job) -> Estimate {
             2.0
         };
         (
-            p.linear * job.weights.linear_bytes(),
-            p.non_linear * non_linear_bytes,
+            (p.linear + head_quantized) * job.weights.linear_bytes(),
+            (p.non_linear - head_quantized) * non_linear_bytes,
         )
     } else {
         (0.0, p.total * working)
@@ -625,7 +633,7 @@ pub fn estimate(job: &Job) -> Estimate {
         // bitsandbytes 4-bit matmuls dequantize each weight to 16-bit on the fly (forward and backward):
         // a transient of about twice the largest linear layer.
         if job.weights.is_bnb_4bit() || job.weights == WeightFormat::Int8 {
-            temporary_bwd += 2.0 * p.largest_linear * 2.0 * layer_share;
+            temporary_bwd += 2.0 * largest_dequant * 2.0 * layer_share;
         }
     }
     // ZeRO-3/FSDP gather the full weights of the current and the prefetched layer, in their stored format
@@ -726,7 +734,7 @@ pub fn estimate(job: &Job) -> Estimate {
             prefill += 2.0 * cast_params * layer_share;
         }
         if job.weights.is_bnb_4bit() || job.weights == WeightFormat::Int8 {
-            prefill += 2.0 * p.largest_linear * 2.0;
+            prefill += 2.0 * largest_dequant * 2.0;
         }
     }
 

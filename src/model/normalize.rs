@@ -13,6 +13,10 @@ pub fn normalize(job: &Job) -> (Job, Vec<Warning>) {
         warnings.push(Warning::QloraNeedsQuantizedBase);
         job.weights = WeightFormat::Nf4;
     }
+    // A stack that builds its own untied LM head holds a second vocabulary matrix (`Stack::unties_embeddings`).
+    if job.stack.unties_embeddings() {
+        job.arch.tied_embeddings = false;
+    }
     // A model with learned absolute positions (GPT-2, GPT-BigCode, OPT) cannot look past its position table:
     // `wpe` has `n_positions` rows, so longer inputs fail unless the tokenizer truncates them to
     // `model_max_length`, which is what a run that finished did.

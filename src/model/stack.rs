@@ -108,6 +108,26 @@ impl Stack {
         }
     }
 
+    /// Whether the stack builds a module tree whose LM head is never tied to the input embedding.
+    ///
+    /// litgpt's `GPT.__init__` creates `lm_head` and `transformer.wte` as two modules and never assigns one
+    /// weight to the other (`litgpt/model.py`); its checkpoint converter copies a tied HF matrix into both. A
+    /// tied model (Falcon, Gemma, Qwen2.5-0.5B…) therefore holds two vocabulary matrices under litgpt.
+    pub fn unties_embeddings(self) -> bool {
+        matches!(self, Stack::Litgpt)
+    }
+
+    /// Whether weight quantization replaces the LM head too.
+    ///
+    /// Lightning Fabric's `BitsandbytesPrecision.convert_module` replaces every `torch.nn.Linear` whose name
+    /// is not in `ignore_modules` (`lightning/fabric/plugins/precision/bitsandbytes.py`, `_convert_layers`),
+    /// and litgpt's `generate` and `finetune` scripts pass none, so `lm_head` is stored in 4 or 8 bits and
+    /// dequantized for each matmul. transformers' bitsandbytes integration keeps it in 16-bit
+    /// (`get_keys_to_not_convert` skips the output embedding).
+    pub fn quantizes_lm_head(self) -> bool {
+        matches!(self, Stack::Litgpt)
+    }
+
     /// Whether QLoRA training upcasts every non-quantized parameter to fp32.
     ///
     /// PEFT's `prepare_model_for_kbit_training` casts fp16/bf16 parameters to fp32 (`peft/utils/other.py`);
