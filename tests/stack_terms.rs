@@ -23,7 +23,11 @@ fn tied_job(stack: Stack, weights: WeightFormat) -> Job {
 }
 
 fn bytes(e: &Estimate, c: Component) -> f64 {
-    e.gpu.iter().filter(|p| p.component == c).map(|p| p.bytes).sum()
+    e.gpu
+        .iter()
+        .filter(|p| p.component == c)
+        .map(|p| p.bytes)
+        .sum()
 }
 
 /// One vocabulary matrix: 65,024 × 4,544 = 295,469,056 parameters.
@@ -45,13 +49,20 @@ fn litgpt_quantizes_the_lm_head_with_the_decoder() {
     let lit = estimate(&tied_job(Stack::Litgpt, WeightFormat::Nf4));
     // The head joins the 4-bit weights at 0.5 + 4/64 = 0.5625 B per parameter: 166,201,344 B; the 16-bit
     // weights (the embedding, norms) are unchanged.
-    let quantized = bytes(&lit, Component::WeightsQuantized) - bytes(&hf, Component::WeightsQuantized);
-    assert!((quantized - 166_201_344.0).abs() < 1.0, "quantized {quantized}");
+    let quantized =
+        bytes(&lit, Component::WeightsQuantized) - bytes(&hf, Component::WeightsQuantized);
+    assert!(
+        (quantized - 166_201_344.0).abs() < 1.0,
+        "quantized {quantized}"
+    );
     let plain = bytes(&lit, Component::Weights) - bytes(&hf, Component::Weights);
     assert!(plain.abs() < 1.0, "plain {plain}");
     // The prefill dequantizes the head (the largest matrix now) to 16-bit: the transient grows from
     // 4 B × the largest decoder matrix (4,544 × 14,336 = 65,142,784) to 4 B × 295,469,056.
     let grew = lit.peak_allocated - hf.peak_allocated - quantized;
     let expected = 4.0 * (VOCAB_MATRIX - 65_142_784.0);
-    assert!((grew - expected).abs() < 1e-6 * expected, "grew {grew}, expected {expected}");
+    assert!(
+        (grew - expected).abs() < 1e-6 * expected,
+        "grew {grew}, expected {expected}"
+    );
 }
