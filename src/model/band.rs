@@ -54,7 +54,7 @@ impl BandKind {
             BandKind::Full => (0.70, 1.26),
             BandKind::Lora => (0.99, 1.36),
             BandKind::Qlora => (0.88, 1.40),
-            BandKind::Inference => (0.97, 1.08),
+            BandKind::Inference => (0.95, 1.05),
         }
     }
 }
