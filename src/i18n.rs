@@ -1025,7 +1025,7 @@ pub fn change(lang: Lang, c: crate::advice::remedies::Change, after: &crate::for
         SmallerModel if zh => format!("换成 {}", model()),
         SmallerModel => format!("Switch to {}", model()),
         BiggerGpu if zh => format!("换成 {}", after.gpu_name()),
-        BiggerGpu => format!("Use a {}", after.gpu_name()),
+        BiggerGpu => format!("Move to {}", after.gpu_name()),
     }
 }
 
@@ -1116,6 +1116,8 @@ pub fn doctor_hint(lang: Lang, h: crate::doctor::Hint) -> &'static str {
         (Lang::En, WrongBuild) => "The installed PyTorch or extension has no kernels for this GPU's architecture: install a build that supports it.",
         (Lang::En, Redownload) => "The checkpoint file is truncated or corrupt: download it again.",
         (Lang::En, PasteMore) => "Paste the whole traceback, including its last line (the error type and message).",
+        (Lang::En, ContextFull) => "The context is full of tokens (not memory): a larger context (-c, shared by --parallel slots), fewer parallel slots, or shorter prompts.",
+        (Lang::En, KernelResources) => "A kernel's tile configuration needs more on-chip shared memory per block than this GPU has (not GPU memory): smaller block sizes or num_stages, another kernel, or a library build that knows this GPU.",
         (Lang::En, SglangMemFraction) => "SGLang had no room left for its KV cache pool: raise --mem-fraction-static (or lower --context-length / --max-running-requests), or use more GPUs (--tp).",
         (Lang::En, TgiPrefill) => "TGI's warm-up could not fit a full prefill batch: lower --max-batch-prefill-tokens (and --max-total-tokens / --max-input-tokens), or quantize the model.",
         (Lang::En, OllamaMemory) => "Ollama checks free RAM before loading: close other programs, pick a smaller model or quantization, lower num_ctx, or add RAM or swap.",
@@ -1145,6 +1147,8 @@ pub fn doctor_hint(lang: Lang, h: crate::doctor::Hint) -> &'static str {
         (Lang::Zh, WrongBuild) => "安装的 PyTorch 或扩展没有此 GPU 架构的内核：安装支持它的版本。",
         (Lang::Zh, Redownload) => "检查点文件被截断或损坏：重新下载。",
         (Lang::Zh, PasteMore) => "请粘贴完整的报错堆栈，包括最后一行（错误类型和信息）。",
+        (Lang::Zh, ContextFull) => "上下文的 token 已满（不是内存不够）：调大上下文（-c，由 --parallel 的各槽位分摊）、减少并行槽位，或缩短提示。",
+        (Lang::Zh, KernelResources) => "某个内核的分块配置需要的片上共享内存超过这块 GPU 每个 block 的上限（不是显存不够）：减小 block size 或 num_stages，换用其他内核，或安装支持这块 GPU 的库版本。",
         (Lang::Zh, SglangMemFraction) => "SGLang 没有空间留给 KV 缓存池：调高 --mem-fraction-static（或降低 --context-length / --max-running-requests），或用更多 GPU（--tp）。",
         (Lang::Zh, TgiPrefill) => "TGI 预热时放不下一整批预填充：降低 --max-batch-prefill-tokens（以及 --max-total-tokens / --max-input-tokens），或量化模型。",
         (Lang::Zh, OllamaMemory) => "Ollama 加载前会检查空闲内存：关闭其他程序，换更小的模型或量化，降低 num_ctx，或增加内存 / 交换空间。",

@@ -43,6 +43,19 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
     ("f-mozaddons-5259", "a bare kill whose thread never settled the cause"),
     ("f-antmmf-26", "CUBLAS_STATUS_ALLOC_FAILED from a device-selection bug"),
     ("f-followyourcanvas-2", "a misspelled segfault line (\"Segmentation fauld\")"),
+    // The third unseen batch (measured before its rules were written; see README):
+    ("g-av-imgretrieval-20", "a bare 0xC0000005 exit reads as a native crash; the thread never settled it"),
+    ("g-ds-4571", "DeepSpeed \"Killing subprocess\" lines with no return code"),
+    ("g-dsdisk-1785", "datasets' \"Not enough disk space\" from a faulty free-space check: the text says disk"),
+    ("g-dsdisk-2972", "datasets' \"Not enough disk space\" from a faulty free-space check: the text says disk"),
+    ("g-killed-stgan-35", "a bare \"Killed\" reads as the OOM killer; the thread never settled it"),
+    ("g-ktrans-1481", "the cause is only in the user's own note beside the log"),
+    ("g-ktrans-oomtable-637", "the OOM killer's process table without its header or verdict line"),
+    ("g-ollama-backendbuf-5941", "\"unable to allocate backend buffer\" names no device; the thread never settled it"),
+    ("g-pin-heareval-316", "\"Caught RuntimeError in pin memory thread\" without the inner error"),
+    ("g-ram-distllama-59", "one application's own wording, no runtime format"),
+    ("g-tf-segan-42", "a TensorFlow OOM that names no device reads as the GPU"),
+    ("g-unsloth-3288", "one application's own error about saving adapters"),
 ];
 
 #[test]
@@ -92,7 +105,7 @@ fn every_corpus_case_is_classified_and_its_figures_extracted() {
         held_out.0,
         held_out.1
     );
-    assert!(total >= 430, "the corpus should cover every kind");
+    assert!(total >= 560, "the corpus should cover every kind");
     assert!(known <= KNOWN_MISSES.len());
     for k in ["gpu", "host", "disk", "not-memory", "unrecognised"] {
         assert!(kinds.contains_key(k), "no {k} case");

@@ -160,6 +160,10 @@ pub enum Hint {
     TokenLength,
     /// Paste the whole traceback, including its last line.
     PasteMore,
+    /// A kernel needs more on-chip shared memory per block than the GPU has (Triton `OutOfResources`).
+    KernelResources,
+    /// llama.cpp's context is full of tokens: a larger `-c`, fewer `--parallel` slots, shorter prompts.
+    ContextFull,
 }
 
 /// The doctor's answer.
@@ -566,12 +570,15 @@ const TF_CPU: Rule = check(tf_cpu_oom, Kind::Host, Source::Tensorflow);
 /// TensorFlow `core/framework/op_kernel.cc` / `common_runtime/bfc_allocator.cc`: "OOM when allocating tensor
 /// with shape[…]", "Allocator (GPU_0_bfc) ran out of memory trying to allocate X"; stream executor
 /// `cuda/cuda_driver.cc`: "failed to allocate X (N bytes) from device: CUDA_ERROR_OUT_OF_MEMORY", "failed to
-/// alloc N bytes unified memory; result: CUDA_ERROR_OUT_OF_MEMORY".
+/// alloc N bytes unified memory; result: CUDA_ERROR_OUT_OF_MEMORY"; its ROCm build (`rocm/rocm_driver.cc`):
+/// "failed to allocate X (N bytes) from device: hipError_t(1002)" (`hipErrorMemoryAllocation`, HIP's
+/// out-of-memory code in `hip_runtime_api.h`).
 const TF_OOM: Rule = any(
     &[
         "oom when allocating tensor",
         "ran out of memory trying to allocate",
         "cuda_error_out_of_memory",
+        "from device: hiperror_t(1002)",
     ],
     Kind::Gpu,
     Source::Tensorflow,
@@ -668,8 +675,15 @@ const CPU_ALLOC: Rule = any(
 );
 /// Windows `ERROR_COMMITMENT_LIMIT` (1455): "The paging file is too small for this operation to complete"
 /// (commit charge = RAM + page file exhausted, typically while loading DLLs or weights).
+/// Rust's `std::io::Error` shows it as "(os error 1455)" (safetensors), with the message in the system's
+/// language (Chinese Windows: "页面文件太小，无法完成操作。").
 const WIN_COMMIT: Rule = any(
-    &["paging file is too small", "winerror 1455"],
+    &[
+        "paging file is too small",
+        "winerror 1455",
+        "(os error 1455)",
+        "页面文件太小",
+    ],
     Kind::Host,
     Source::CpuAllocator,
 );
@@ -747,6 +761,8 @@ const RAY_OOM: Rule = any(
         "killed by sigkill by oom killer",
         "node running low on memory",
         "ray.exceptions.outofmemoryerror",
+        // The memory monitor's advice line links its OOM-prevention docs.
+        "ray-oom-prevention",
     ],
     Kind::Host,
     Source::Ray,
@@ -864,6 +880,8 @@ const CORRUPT: Rule = any(
         "headertoolarge",
         "invalid load key",
         "eoferror: ran out of input",
+        // A C++ reader (sentencepiece, torch's JIT) hitting the end of a truncated file.
+        "unexpectedly reached end of file",
     ],
     Kind::NotMemory,
     Source::CorruptCheckpoint,
@@ -951,7 +969,8 @@ const HSA_FAULT: Rule = any(
 /// A ggml assertion (`GGML_ASSERT(…) failed`, as Ollama's "llama runner process has terminated" reports
 /// it) or a Windows illegal-instruction exit (0xc000001d, a CPU without the instructions the build needs).
 const GGML_ASSERT: Rule = any(
-    &["ggml_assert(", "exit status 0xc000001d"],
+    // Older builds print "GGML_ASSERT: file:line: condition".
+    &["ggml_assert(", "ggml_assert: ", "exit status 0xc000001d"],
     Kind::NotMemory,
     Source::LlamaCpp,
 )
@@ -962,8 +981,14 @@ const NCCL_SHM_GONE: Rule =
     check(nccl_shm_gone, Kind::NotMemory, Source::Nccl).with(Hint::Communication);
 /// A bare segmentation fault ("Segmentation fault (core dumped)", the shell's report of SIGSEGV): a crash
 /// in native code, not a memory shortage; any allocation failure printed before it wins (earlier rules).
+/// Windows reports the same crash as exit code 0xC0000005 (`STATUS_ACCESS_VIOLATION`, -1073741819 signed).
 const SEGFAULT: Rule = any(
-    &["segmentation fault", "sigsegv"],
+    &[
+        "segmentation fault",
+        "sigsegv",
+        "exit code -1073741819",
+        "(0xc0000005)",
+    ],
     Kind::NotMemory,
     Source::IllegalAccess,
 )
@@ -976,8 +1001,75 @@ const TOKENIZER: Rule = any(
     Source::Tokenizer,
 );
 
+/// CUDA `cudaErrorDevicesUnavailable` (46) as old THC printed it from any call site, the host allocator's
+/// included: "error=46 : all CUDA-capable devices are busy or unavailable" (a GPU in exclusive-process mode
+/// held by another job), and Intel XPU's per-allocation cap (IPEX/`torch.xpu`: "Current platform can NOT
+/// allocate memory block with size larger than 4GB"): limits on a device or a single block, not a full device.
+/// Before the pinned-memory and XPU rules, whose words these texts also contain.
+const DEVICE_UNAVAILABLE: Rule = any(
+    &[
+        "all cuda-capable devices are busy or unavailable",
+        "can not allocate memory block with size larger than",
+    ],
+    Kind::NotMemory,
+    Source::CudaError,
+)
+.with(Hint::CudaFault);
+/// Triton `triton/runtime/errors.py` (`OutOfResources`): "out of resource: shared memory, Required: N,
+/// Hardware limit: M. Reducing block sizes or `num_stages` may help." A kernel's tile configuration needs
+/// more on-chip shared memory (or registers) per block than this GPU has: a per-kernel limit, not device
+/// memory; another kernel config, a newer GPU or a library build that knows this GPU.
+const TRITON_RESOURCES: Rule = any(
+    &[
+        "out of resource: shared memory",
+        "outofresources: out of resource",
+    ],
+    Kind::NotMemory,
+    Source::CudaError,
+)
+.with(Hint::KernelResources);
+/// llama.cpp `llama-context.cpp` / `tools/server/server.cpp`: "decode: failed to find a memory slot for batch
+/// of size N", "failed to find free space in the KV cache, retrying with smaller batch size": the context
+/// (`-c`, split over `--parallel` slots) is full of tokens. A configured context size, not device memory.
+const GGML_KV_SLOTS: Rule = any(
+    &[
+        "failed to find free space in the kv cache",
+        "failed to find a memory slot for batch",
+    ],
+    Kind::NotMemory,
+    Source::LlamaCpp,
+)
+.with(Hint::ContextFull);
+/// bitsandbytes `cuda_setup/main.py` / `cextension.py`: "CUDA Setup failed despite GPU being available"
+/// (older: "… despite CUDA being available"): its native library did not load — an install problem.
+const BNB_SETUP: Rule = any(
+    &["cuda setup failed despite"],
+    Kind::NotMemory,
+    Source::DriverTooOld,
+)
+.with(Hint::WrongBuild);
+/// Metal `MTLCommandBufferError` as MLX reports it: "Command buffer execution failed: Invalid Resource
+/// (…kIOGPUCommandBufferCallbackErrorInvalidResource)": a resource the GPU could not use (a driver or
+/// framework bug), unlike the `…OutOfMemory` code [`METAL_CMDBUF`] reads.
+const METAL_INVALID: Rule = any(
+    &["kiogpucommandbuffercallbackerrorinvalidresource"],
+    Kind::NotMemory,
+    Source::Metal,
+)
+.with(Hint::KernelFault);
+/// Rust `std::io::Error` display of ENODEV (19) and EOPNOTSUPP (95), as safetensors prints them
+/// ("OSError: No such device (os error 19)" when a file system cannot be memory-mapped, "Operation not
+/// supported (os error 95)"): the file system, not space or memory.
+const FS_UNSUPPORTED: Rule = any(
+    &["(os error 19)", "(os error 95)"],
+    Kind::NotMemory,
+    Source::CorruptCheckpoint,
+)
+.with(Hint::PasteMore);
+
 /// Every rule in priority order: the first that matches decides.
 const RULES: &[Rule] = &[
+    DEVICE_UNAVAILABLE,
     PT_HIP,
     PT_XPU,
     PT_MPS,
@@ -1004,6 +1096,7 @@ const RULES: &[Rule] = &[
     GGML_HOST_BUFFER,
     GGML_DEVICE_BUFFER,
     METAL_CMDBUF,
+    METAL_INVALID,
     METAL_GGML,
     MLX_MALLOC,
     PADDLE_OOM,
@@ -1057,6 +1150,10 @@ const RULES: &[Rule] = &[
     NVML_MISMATCH,
     HSA_FAULT,
     GGML_ASSERT,
+    GGML_KV_SLOTS,
+    BNB_SETUP,
+    TRITON_RESOURCES,
+    FS_UNSUPPORTED,
     NCCL,
     SEGFAULT,
     TOKENIZER,
@@ -1323,11 +1420,16 @@ fn cuda_near_oom(s: &Scan) -> Option<usize> {
 }
 
 /// [`DEVICE_ASSERT_LINE`]: CUDA's device printf "block: [...], thread: [...] Assertion `…` failed".
+/// A CUDA kernel `assert` line, `file.cu:N: kernel: block: [x,y,z], thread: [x,y,z] Assertion `cond`
+/// failed.` (the backticks are lost in some pastes).
 fn device_assert_line(s: &Scan) -> Option<usize> {
     s.low
-        .match_indices("assertion `")
+        .match_indices("assertion ")
         .map(|(i, _)| i)
-        .find(|&i| window_before(&s.low, i, 60).contains("thread: ["))
+        .find(|&i| {
+            window_before(&s.low, i, 60).contains("thread: [")
+                && window(&s.low, i, 200).contains("failed")
+        })
         .map(|i| s.orig(i))
 }
 
@@ -1457,6 +1559,14 @@ fn vllm_free_total(text: &str, lower: &str) -> Option<(f64, f64)> {
     (total_number > 0.0).then(|| (free * total / total_number, total))
 }
 
+/// vLLM ≥ 0.8's startup check: "… is less than desired GPU memory utilization (0.9, 42.64 GiB)": the GiB it
+/// wanted.
+fn vllm_desired(text: &str, lower: &str) -> Option<f64> {
+    let at = lower.find("desired gpu memory utilization (")?;
+    let comma = at + lower[at..].find(',')? + 1;
+    parse_size(text[comma..].trim_start())
+}
+
 /// XLA:TPU's "Used X of Y hbm": Y.
 fn xla_space_total(text: &str, lower: &str) -> Option<f64> {
     let at = lower.find("ran out of memory in memory space")?;
@@ -1555,7 +1665,9 @@ fn numbers(text: &str, lower: &str, source: Source) -> Numbers {
             .or_else(|| bytes_after(text, lower, "attempting to allocate "))
             .or_else(|| bytes_after(text, lower, "requested buffer of size "))
             .or_else(|| size_after(text, lower, "cannot allocate "))
-            .or_else(|| metal_buffer_size(lower)),
+            .or_else(|| metal_buffer_size(lower))
+            // TensorFlow's stream executor: "failed to allocate 7.35G (7889485824 bytes) from device".
+            .or_else(|| size_after(text, lower, "failed to allocate ")),
         // ≥ 2.1: "GPU 0 has a total capacity of 23.65 GiB of which 1.66 GiB is free." (older builds: "capacty").
         total_gib: size_after(text, lower, "total capacity of")
             .or_else(|| size_after(text, lower, "total capacty of"))
@@ -1572,7 +1684,9 @@ fn numbers(text: &str, lower: &str, source: Source) -> Numbers {
             .or_else(|| size_after(text, lower, "available kv cache memory ("))
             .or_else(|| size_after(text, lower, "than is available ("))
             .or_else(|| free_over_total(text, lower).map(|(f, _)| f))
-            .or_else(|| size_after(text, lower, "available memory is only")),
+            .or_else(|| size_after(text, lower, "available memory is only"))
+            // XLA/PJRT: "Attempting to allocate 15.65G. That was not possible. There are 11.08G free."
+            .or_else(|| size_after(text, lower, "that was not possible. there are")),
         allocated_gib: size_before(text, lower, "memory has been allocated")
             .or_else(|| size_after(text, lower, "of the allocated memory"))
             .or_else(|| size_before(text, lower, "already allocated"))
@@ -1627,7 +1741,7 @@ fn numbers(text: &str, lower: &str, source: Source) -> Numbers {
             n.tried_gib = size_after(text, lower, "you tried to allocate");
         }
         Source::Vllm => {
-            if let Some(t) = vllm_kv_needed(text, lower) {
+            if let Some(t) = vllm_kv_needed(text, lower).or_else(|| vllm_desired(text, lower)) {
                 n.tried_gib = Some(t);
             }
             if let Some((free, total)) = vllm_free_total(text, lower) {
