@@ -68,12 +68,14 @@ pub struct Form {
     pub optimizer_in_backward: bool,
     /// SFT or a preference / RL objective.
     pub objective: crate::model::preference::Objective,
-    /// Where DPO's, KTO's or GRPO's reference model comes from.
+    /// Where DPO's, KTO's, GRPO's or PPO's reference model comes from.
     pub reference: crate::model::preference::Reference,
-    /// GRPO: completions per prompt, completion length, and a colocated vLLM engine's GiB.
+    /// GRPO: completions per prompt, completion length (PPO's too), and a colocated vLLM engine's GiB.
     pub generations: u32,
     pub completion_tokens: u32,
     pub vllm_gib: u32,
+    /// GRPO: the colocated vLLM engine sleeps during the training step (`vllm_enable_sleep_mode`).
+    pub vllm_sleep: bool,
     /// Serving: the engine whose startup arithmetic the serving panel redoes.
     pub engine: crate::model::Engine,
     /// Serving: `gpu_memory_utilization` in percent (vLLM default 90).
@@ -132,6 +134,7 @@ impl Default for Form {
             generations: 8,
             completion_tokens: 256,
             vllm_gib: 0,
+            vllm_sleep: false,
             engine: crate::model::Engine::Vllm,
             gpu_util_pct: 90,
             enforce_eager: false,
@@ -205,6 +208,7 @@ impl Form {
             generations: self.generations,
             completion_tokens: self.completion_tokens,
             vllm_gib: f64::from(self.vllm_gib),
+            vllm_sleep: self.vllm_sleep,
         };
         job
     }

@@ -280,6 +280,7 @@ mod tests {
             generations: 4,
             completion_tokens: 1024,
             vllm_gib: 20,
+            vllm_sleep: true,
             engine: crate::model::Engine::Sglang,
             gpu_util_pct: 85,
             enforce_eager: true,

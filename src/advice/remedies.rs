@@ -58,6 +58,19 @@ pub enum Change {
     SmallerModel,
     /// A GPU with more memory.
     BiggerGpu,
+    /// GRPO: half the completions per prompt (`num_generations`), and half the completions per step, so
+    /// each step still sees as many prompts.
+    FewerGenerations,
+    /// GRPO/PPO: half the completion length (`max_completion_length`, PPO `response_length`).
+    ShorterCompletions,
+    /// DPO/KTO: reference log-probabilities computed once before training (`precompute_ref_log_probs`).
+    PrecomputeReference,
+    /// LoRA/QLoRA: the base with the adapters disabled as the reference, instead of a copy.
+    DisabledAdapterReference,
+    /// GRPO with a colocated vLLM engine: sleep mode during the training step (`vllm_enable_sleep_mode`).
+    VllmSleep,
+    /// GRPO with a colocated vLLM engine: half its share of the GPU (`vllm_gpu_memory_utilization`).
+    SmallerVllmShare,
 }
 
 impl Change {
@@ -89,6 +102,16 @@ pub enum Caveat {
     Purchase,
     /// Fewer sequences served at once.
     LessConcurrency,
+    /// Fewer completions per prompt: a noisier group baseline for GRPO's advantages.
+    FewerSamples,
+    /// Completions longer than the new limit are cut off (and usually score worse).
+    TruncatedCompletions,
+    /// The reference log-probabilities need a pass over the whole dataset before training.
+    PrecomputePass,
+    /// Waking the engine each step moves its weights back and rebuilds its cache.
+    WakeLatency,
+    /// A smaller engine share holds fewer sequences at once: slower generation.
+    LessEngineCache,
 }
 
 impl Caveat {
@@ -105,6 +128,11 @@ impl Caveat {
             Caveat::Truncation => 0.4,
             Caveat::SmallerModel => 0.6,
             Caveat::Purchase => 1.0,
+            Caveat::PrecomputePass => 0.05,
+            Caveat::WakeLatency => 0.1,
+            Caveat::LessEngineCache => 0.15,
+            Caveat::FewerSamples => 0.3,
+            Caveat::TruncatedCompletions => 0.4,
         }
     }
 }
@@ -321,6 +349,9 @@ pub fn single_changes(form: &Form) -> Vec<(Change, Form, Vec<Caveat>)> {
                 vec![],
             );
         }
+        for (change, f, caveats) in objective_changes(form) {
+            add(change, f, caveats);
+        }
     } else {
         if form.kv_dtype == KvDtype::Bf16 {
             add(
@@ -372,6 +403,131 @@ pub fn single_changes(form: &Form) -> Vec<(Change, Form, Vec<Caveat>)> {
     out
 }
 
+/// The levers of the preference and RL objectives, each only where it applies (the form is a training one).
+///
+/// - Fewer generations (GRPO, `num_generations ≥ 2`): TRL generates `per_device_train_batch_size ×
+///   steps_per_generation` completions at once (`preference::rollout_batch`); halving `num_generations` while
+///   keeping the prompts per step halves the completions per step (gradient accumulation halved, or the
+///   micro-batch when there is no accumulation), and with them the rollout's KV cache.
+/// - Shorter completions (GRPO, PPO): `max_completion_length` bounds both the rollout's cache and the
+///   trained sequence.
+/// - Precomputed reference (DPO, KTO, with a reference copy on the GPU): `precompute_ref_log_probs=True`
+///   (TRL `DPOConfig`, `KTOConfig`) scores the dataset with the reference once, before training, and frees it.
+///   GRPO and PPO score fresh completions every step, so they cannot.
+/// - Disabled adapters (LoRA/QLoRA with a reference copy): TRL's default with a `peft_config` (`DPOTrainer`,
+///   `GRPOTrainer`, `PPOTrainer` set `ref_model = None` and disable the adapter for the reference pass).
+/// - vLLM sleep mode (GRPO with a colocated engine): `vllm_enable_sleep_mode=True`, "offload weights/cache
+///   during the optimizer step" (TRL `GRPOConfig`).
+/// - A smaller vLLM share (GRPO with a colocated engine): half `vllm_gpu_memory_utilization`, offered only
+///   while the half still holds what vLLM needs before any KV cache (its weights, profiling peak and
+///   non-torch memory, `model::serve::vllm_kv_budget_bytes`) plus one rollout sequence's cache, without
+///   which vLLM refuses to start.
+fn objective_changes(form: &Form) -> Vec<(Change, Form, Vec<Caveat>)> {
+    use crate::model::preference::{reference_copy, Objective, Reference};
+    let mut out = Vec::new();
+    let obj = form.objective;
+    if obj == Objective::Grpo && form.generations >= 2 {
+        let mut f = Form {
+            generations: form.generations / 2,
+            ..form.clone()
+        };
+        if form.grad_accum >= 2 {
+            f.grad_accum = form.grad_accum / 2;
+        } else if form.micro_batch >= 2 {
+            f.micro_batch = form.micro_batch / 2;
+        }
+        out.push((Change::FewerGenerations, f, vec![Caveat::FewerSamples]));
+    }
+    if obj.generates() && form.completion_tokens >= 64 {
+        out.push((
+            Change::ShorterCompletions,
+            Form {
+                completion_tokens: form.completion_tokens / 2,
+                ..form.clone()
+            },
+            vec![Caveat::TruncatedCompletions],
+        ));
+    }
+    let peft = matches!(form.mode, Mode::Lora | Mode::Qlora);
+    let copy = form.mode != Mode::Inference && reference_copy(obj, form.reference, peft);
+    if copy && matches!(obj, Objective::Dpo | Objective::Kto) {
+        out.push((
+            Change::PrecomputeReference,
+            Form {
+                reference: Reference::Precomputed,
+                ..form.clone()
+            },
+            vec![Caveat::PrecomputePass],
+        ));
+    }
+    if copy && peft {
+        out.push((
+            Change::DisabledAdapterReference,
+            Form {
+                reference: Reference::DisabledAdapters,
+                ..form.clone()
+            },
+            vec![],
+        ));
+    }
+    if obj == Objective::Grpo && form.vllm_gib > 0 {
+        if !form.vllm_sleep {
+            out.push((
+                Change::VllmSleep,
+                Form {
+                    vllm_sleep: true,
+                    ..form.clone()
+                },
+                vec![Caveat::WakeLatency],
+            ));
+        }
+        let half = form.vllm_gib / 2;
+        if half > 0 && vllm_starts(form, half) {
+            out.push((
+                Change::SmallerVllmShare,
+                Form {
+                    vllm_gib: half,
+                    ..form.clone()
+                },
+                vec![Caveat::LessEngineCache],
+            ));
+        }
+    }
+    out
+}
+
+/// Whether a colocated vLLM engine given `share_gib` of the GPU can start: its KV budget
+/// (`model::serve::vllm_kv_budget_bytes`: the share less its weights, the profiling pass's activation peak
+/// and the non-torch memory) must hold one sequence of prompt + completion, since vLLM refuses to start when
+/// the cache cannot hold one request of `max_model_len` (TRL's `vllm_max_model_length`, assumed set to
+/// prompt + completion). The weights are the model's 16-bit dtype, or bitsandbytes 4-bit under QLoRA (TRL
+/// passes `quantization="bitsandbytes"`); the profiling pass runs TRL's `max_num_batched_tokens=4096` over
+/// `max_num_seqs = per_device_train_batch_size × steps_per_generation` sequences.
+fn vllm_starts(form: &Form, share_gib: u32) -> bool {
+    use crate::model::serve;
+    let arch = form.arch();
+    let weights = if form.mode == Mode::Qlora && form.weights.is_bnb_4bit() {
+        form.weights
+    } else {
+        WeightFormat::Bf16
+    };
+    let seqs = form
+        .micro_batch
+        .max(1)
+        .saturating_mul(form.grad_accum.max(1));
+    let one_sequence = serve::kv_bytes_per_token_layer(&arch, 1, 2.0)
+        * f64::from(arch.layers)
+        * (f64::from(form.seq_len) + f64::from(form.completion_tokens));
+    let budget = serve::vllm_kv_budget_bytes(
+        f64::from(share_gib),
+        1.0,
+        serve::weights_bytes_per_gpu(&arch, weights, 1),
+        serve::vllm_activation_peak_bytes(&arch, 1, 2.0, 4096, seqs),
+        serve::non_torch_gib(1) * GIB,
+    );
+    budget >= one_sequence
+}
+
 /// The largest catalog model of the same family that is smaller than the current one and fits (else the
 /// smallest of the family).
 fn smaller_model(form: &Form) -> Option<Form> {
@@ -401,7 +557,7 @@ fn bigger_gpu(form: &Form) -> Option<Form> {
     let have = form.gpu_usable_gib();
     let mut gpus: Vec<_> = catalog::gpus()
         .iter()
-        .filter(|g| g.usable_gib > have && g.vendor != "Apple")
+        .filter(|g| g.usable_gib > have && !shares_host_memory(g))
         .collect();
     gpus.sort_by(|a, b| a.usable_gib.total_cmp(&b.usable_gib));
     gpus.iter()
@@ -410,6 +566,14 @@ fn bigger_gpu(form: &Form) -> Option<Form> {
             ..form.clone()
         })
         .find(|f| matches!(evaluate(f).1.fit, Fit::Fits | Fit::Tight | Fit::RamShort))
+}
+
+/// Whether a GPU's memory is the host's RAM (Apple silicon, DGX Spark, Strix Halo, Jetson: the catalog's
+/// `segment` says "unified memory" or SoC): such a box is not an upgrade card to buy for a discrete GPU's job,
+/// and its share of RAM competes with the host side of the same job.
+fn shares_host_memory(g: &catalog::GpuEntry) -> bool {
+    let segment = g.segment.to_ascii_lowercase();
+    g.vendor == "Apple" || segment.contains("unified") || segment.contains("soc")
 }
 
 fn tokens_per_s(s: Option<Speed>) -> Option<f64> {
@@ -648,5 +812,25 @@ mod tests {
             assert!(!r.changes.iter().any(|c| c.swaps_hardware_or_model()));
             assert_eq!(evaluate(&r.form).1.vram_need, r.need);
         }
+    }
+
+    #[test]
+    fn the_bigger_gpu_is_a_discrete_card_not_a_unified_memory_box() {
+        // A job that needs more than 96 GiB: DGX Spark (128 GB) and Strix Halo (up to 96 GiB to the GPU)
+        // offer more "GPU memory" than most cards, yet they are the host's RAM.
+        for gpu in ["rtx-4090", "a100-80gb"] {
+            let form = Form {
+                gpu: gpu.into(),
+                ..oom_form()
+            };
+            if let Some(bigger) = bigger_gpu(&form) {
+                let g = catalog::gpu(&bigger.gpu).unwrap();
+                assert!(!shares_host_memory(g), "{} proposed", g.id);
+            }
+        }
+        let spark = catalog::gpu("gb10-dgx-spark").unwrap();
+        let halo = catalog::gpu("radeon-8060s-strix-halo").unwrap();
+        let h100 = catalog::gpu("h100-sxm").unwrap();
+        assert!(shares_host_memory(spark) && shares_host_memory(halo) && !shares_host_memory(h100));
     }
 }

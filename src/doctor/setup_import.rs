@@ -5,6 +5,7 @@
 
 use crate::catalog::{self, import};
 use crate::form::Form;
+use crate::model::peft::Method;
 use crate::model::preference::{Objective, Reference};
 use crate::model::Optimizer;
 use crate::model::{
@@ -109,8 +110,9 @@ pub fn import_setup(text: &str, base: &Form) -> Result<SetupImport, SetupError> 
         used: Vec::new(),
         ignored: Vec::new(),
     };
+    let mut pending = Pending::default();
     for (k, v) in pairs {
-        if apply(&mut out.form, &k, &v) {
+        if apply(&mut out.form, &k, &v, &mut pending) {
             out.used.push(k);
         } else {
             let shown: String = v.chars().take(40).collect();
@@ -124,7 +126,166 @@ pub fn import_setup(text: &str, base: &Form) -> Result<SetupImport, SetupError> 
     if out.used.is_empty() {
         return Err(SetupError::NothingRecognised);
     }
+    pending.resolve(&mut out.form);
     Ok(out)
+}
+
+/// What some keys say only together with others, whatever their order: resolved after every key is read.
+#[derive(Default)]
+struct Pending {
+    /// `dtype`/`torch_dtype`: a 16-bit format, or `None` for float32.
+    dtype: Option<Option<WeightFormat>>,
+    /// Autocast turned on (`bf16`/`fp16`, DeepSpeed `bf16.enabled`/`fp16.enabled`), and its format.
+    amp: Option<WeightFormat>,
+    /// Autocast explicitly turned off.
+    amp_off: bool,
+    /// LLaMA-Factory `pure_bf16`.
+    pure_bf16: bool,
+    /// transformers `optim_args` (`rank=…` for GaLore/APOLLO, `momentum=…` for SGD).
+    optim_args: Vec<(String, String)>,
+    /// DeepSpeed `train_batch_size` (micro-batch × accumulation × GPUs).
+    train_batch_size: Option<u64>,
+    /// GRPOConfig `use_vllm`, `vllm_mode`, `vllm_gpu_memory_utilization`.
+    use_vllm: Option<bool>,
+    vllm_mode: Option<String>,
+    vllm_share: Option<f64>,
+    /// `precompute_ref_log_probs`.
+    precompute: bool,
+    /// GRPOConfig `beta`.
+    beta: Option<f64>,
+    /// The setup named its objective (`stage`, or the TRL script), so its reference follows from it.
+    objective_named: bool,
+    /// LLaMA-Factory `pref_loss`: the DPO stage's loss (ORPO and SimPO need no reference model).
+    pref_loss: Option<Objective>,
+    /// LLaMA-Factory `use_badam` (with `finetuning_type: full`).
+    badam: bool,
+    /// bitsandbytes bits, 4-bit data type (fp4 or not), double quantization, and whether the format turns
+    /// double quantization on unless told otherwise (LLaMA-Factory).
+    bits: Option<u8>,
+    fp4: Option<bool>,
+    double_quant: Option<bool>,
+    double_quant_default: bool,
+}
+
+impl Pending {
+    fn resolve(self, f: &mut Form) {
+        if self.badam {
+            f.mode = Mode::Badam;
+        }
+        // Quantization: 4 bits is QLoRA, 8 bits LoRA on an int8 base.
+        match self.bits {
+            Some(8) => f.weights = WeightFormat::Int8,
+            Some(_) => f.mode = Mode::Qlora,
+            None => {}
+        }
+        let four = self.bits == Some(4)
+            || ((self.fp4.is_some() || self.double_quant.is_some())
+                && (f.mode == Mode::Qlora || f.weights.is_bnb_4bit()));
+        if four {
+            let fp4 = self
+                .fp4
+                .unwrap_or(self.bits.is_none() && f.weights == WeightFormat::Fp4);
+            let double = self.double_quant.unwrap_or(if self.bits.is_some() {
+                self.double_quant_default
+            } else {
+                f.weights == WeightFormat::Nf4Dq
+            });
+            f.weights = match (fp4, double) {
+                (true, _) => WeightFormat::Fp4,
+                (false, true) => WeightFormat::Nf4Dq,
+                (false, false) => WeightFormat::Nf4,
+            };
+        }
+        // `pref_loss` is a loss of the DPO stage.
+        if let Some(loss) = self.pref_loss {
+            if f.objective == Objective::Dpo || !self.objective_named {
+                f.objective = loss;
+            }
+        }
+        // Precision: a 16-bit dtype is pure 16-bit; an fp32 model under autocast is mixed precision; no
+        // autocast is fp32.
+        let unquantized = !f.weights.is_quantized();
+        let autocast = |f: &mut Form, w: WeightFormat| {
+            f.precision = Precision::Mixed;
+            if w == WeightFormat::Fp16 && unquantized {
+                f.weights = WeightFormat::Fp16;
+            } else if w == WeightFormat::Bf16 && f.weights == WeightFormat::Fp16 {
+                f.weights = WeightFormat::Bf16;
+            }
+        };
+        if self.pure_bf16 {
+            f.precision = Precision::Pure16;
+            if f.weights == WeightFormat::Fp16 {
+                f.weights = WeightFormat::Bf16;
+            }
+        } else {
+            match (self.dtype, self.amp) {
+                (Some(Some(w)), _) => {
+                    f.precision = Precision::Pure16;
+                    if unquantized {
+                        f.weights = w;
+                    }
+                }
+                (Some(None), Some(w)) | (None, Some(w)) => autocast(f, w),
+                (Some(None), None) => f.precision = Precision::Fp32,
+                (None, None) if self.amp_off => f.precision = Precision::Fp32,
+                (None, None) => {}
+            }
+        }
+        for (k, v) in &self.optim_args {
+            match k.as_str() {
+                "rank" if crate::model::full_tuning::is_projected(f.optimizer) => {
+                    let (lo, hi) = crate::settings::range("prank");
+                    if let Some(r) = crate::settings::number(v, lo, hi) {
+                        f.projection_rank = r;
+                    }
+                }
+                "momentum" => match (f.optimizer, v.parse::<f64>()) {
+                    (Optimizer::Sgd, Ok(m)) if m > 0.0 => f.optimizer = Optimizer::SgdMomentum,
+                    (Optimizer::SgdMomentum, Ok(m)) if m <= 0.0 => f.optimizer = Optimizer::Sgd,
+                    _ => {}
+                },
+                _ => {}
+            }
+        }
+        if let Some(total) = self.train_batch_size {
+            let per_gpu = u64::from(f.micro_batch) * u64::from(f.grad_accum);
+            if per_gpu > 0 && total % per_gpu == 0 {
+                let (lo, hi) = crate::settings::range("gpus");
+                if let Some(g) = crate::settings::number(&(total / per_gpu).to_string(), lo, hi) {
+                    f.gpus = g;
+                }
+            }
+        }
+        // GRPOConfig: `vllm_mode` defaults to "colocate" (TRL 1.0), whose engine takes
+        // `vllm_gpu_memory_utilization` (default 0.3) of the GPU; a server runs elsewhere.
+        match self.use_vllm {
+            Some(true) if self.vllm_mode.as_deref().unwrap_or("colocate") == "colocate" => {
+                let share = self.vllm_share.unwrap_or(0.3);
+                let (lo, hi) = crate::settings::range("vllm");
+                let gib = (share * f.gpu_usable_gib()).round();
+                if let Some(g) = crate::settings::number(&format!("{gib:.0}"), lo, hi) {
+                    f.vllm_gib = g;
+                }
+            }
+            Some(_) => f.vllm_gib = 0,
+            None => {}
+        }
+        // The reference of a named objective: precomputed when asked (DPO, KTO), none for GRPO with
+        // `beta` 0 (GRPOConfig's default since TRL 0.19), otherwise what the trainer picks: the base with the
+        // adapter disabled under LoRA (TRL `is_peft_model` → no `ref_model`; LLaMA-Factory
+        // `create_ref_model` for `finetuning_type: lora`), else a copy (LLaMA-Factory's OFT too).
+        if self.objective_named && f.objective.uses_reference() {
+            let adapter =
+                matches!(f.mode, Mode::Lora | Mode::Qlora) && f.peft_method != Method::Oft;
+            f.reference = match f.objective {
+                Objective::Dpo | Objective::Kto if self.precompute => Reference::Precomputed,
+                Objective::Grpo if self.beta.unwrap_or(0.0) == 0.0 => Reference::None,
+                _ if adapter => Reference::DisabledAdapters,
+                _ => Reference::Copy,
+            };
+        }
+    }
 }
 
 fn adapter(v: &Value, base: &Form) -> Result<SetupImport, SetupError> {
@@ -164,12 +325,13 @@ fn command_line(text: &str) -> Vec<(String, String)> {
             out.push((k.to_string(), v.to_string()));
             continue;
         }
-        // Values: every following word up to the next flag (lora_target_modules takes several).
+        // Values: every following word up to the next flag (lora_target_modules and lora_modules_to_save
+        // take several).
         let mut values = Vec::new();
         while i < words.len() && !words[i].starts_with("--") {
             values.push(words[i].clone());
             i += 1;
-            if !flag.contains("target") {
+            if !flag.contains("target") && !flag.contains("modules_to_save") {
                 break;
             }
         }
@@ -292,7 +454,7 @@ fn modules(v: &str) -> Option<Vec<Module>> {
 }
 
 /// Applies one setting; `false` when the key is unknown or its value unusable.
-fn apply(f: &mut Form, key: &str, v: &str) -> bool {
+fn apply(f: &mut Form, key: &str, v: &str, pending: &mut Pending) -> bool {
     let key = key.trim_start_matches("-").to_ascii_lowercase();
     // Keys that mean one setting with a value of its own form come from the settings table.
     if let Some(setting) = crate::settings::by_alias(&key) {
@@ -300,7 +462,11 @@ fn apply(f: &mut Form, key: &str, v: &str) -> bool {
     }
     match key.as_str() {
         "model_name_or_path" | "base_model" | "model" | "pretrained_model_name_or_path" => {
-            match catalog::find_model(v) {
+            // The catalog entry of exactly this Hub id first: an instruct model is not its base.
+            let exact = catalog::models()
+                .iter()
+                .find(|m| m.hf_id.eq_ignore_ascii_case(v.trim()));
+            match exact.or_else(|| catalog::find_model(v)) {
                 Some(m) => f.model = m.id.clone(),
                 None => return false,
             }
@@ -333,33 +499,28 @@ fn apply(f: &mut Form, key: &str, v: &str) -> bool {
                 f.checkpointing = Checkpointing::Offload
             }
         }
-        "bf16" | "bf16.enabled" => {
+        // Precision is read from these together (`Pending::resolve`).
+        "bf16" | "bf16.enabled" | "fp16" | "fp16.enabled" => {
+            let format = if key.starts_with("bf16") {
+                WeightFormat::Bf16
+            } else {
+                WeightFormat::Fp16
+            };
             if truthy(v) {
-                f.precision = Precision::Mixed;
-                if f.weights == WeightFormat::Fp16 {
-                    f.weights = WeightFormat::Bf16;
-                }
+                pending.amp = Some(format);
+            } else {
+                pending.amp_off = true;
             }
         }
-        "fp16" | "fp16.enabled" => {
-            if truthy(v) {
-                f.precision = Precision::Mixed;
-                if !f.weights.is_quantized() {
-                    f.weights = WeightFormat::Fp16;
-                }
-            }
-        }
-        "pure_bf16" => {
-            if truthy(v) {
-                f.precision = Precision::Pure16
-            }
-        }
+        "pure_bf16" => pending.pure_bf16 = truthy(v),
         "torch_dtype" | "dtype" => match v {
-            "bfloat16" | "bf16" | "float16" | "fp16" => f.precision = Precision::Pure16,
-            "float32" | "fp32" => f.precision = Precision::Fp32,
+            "bfloat16" | "bf16" => pending.dtype = Some(Some(WeightFormat::Bf16)),
+            "float16" | "fp16" => pending.dtype = Some(Some(WeightFormat::Fp16)),
+            "float32" | "fp32" => pending.dtype = Some(None),
             _ => return false,
         },
-        "lora_target_modules" | "lora_target" | "target_modules" => match modules(v) {
+        "lora_target_modules" | "lora_target" | "target_modules" | "oft_target" => match modules(v)
+        {
             Some(m) => f.lora_targets = m,
             None => return false,
         },
@@ -370,43 +531,99 @@ fn apply(f: &mut Form, key: &str, v: &str) -> bool {
         }
         "lora_dropout" => f.lora_dropout = v.parse::<f64>().is_ok_and(|p| p > 0.0),
         "use_dora" => f.dora = truthy(v),
+        // PEFT `modules_to_save` (TRL `lora_modules_to_save`, LLaMA-Factory `additional_target`): the whole
+        // list, so both flags are set from it.
+        "lora_modules_to_save" | "additional_target" | "modules_to_save" => {
+            let names: Vec<&str> = v.split([',', ' ']).filter(|s| !s.is_empty()).collect();
+            let has = |ends: &[&str]| names.iter().any(|n| ends.iter().any(|e| n.ends_with(e)));
+            f.train_embed = has(&["embed_tokens", "wte", "word_embeddings", "embed_in"]);
+            f.train_lm_head = has(&["lm_head", "embed_out", "output_layer"]);
+        }
+        // TRL's `use_peft` builds a LoRA adapter (`get_peft_config`).
         "use_peft" => {
-            if truthy(v) && !matches!(f.mode, Mode::Lora | Mode::Qlora) {
-                f.mode = Mode::Lora
+            if truthy(v) {
+                if !matches!(f.mode, Mode::Lora | Mode::Qlora) {
+                    f.mode = Mode::Lora
+                }
+                f.peft_method = Method::Lora;
             }
         }
         "finetuning_type" | "adapter" => match v {
             // LoRA on a base already loaded in 4 bits stays QLoRA, whatever the key order.
-            "lora" if f.mode == Mode::Qlora => {}
-            "lora" => f.mode = Mode::Lora,
+            "lora" | "oft" => {
+                if f.mode != Mode::Qlora {
+                    f.mode = Mode::Lora;
+                }
+                f.peft_method = if v == "oft" {
+                    Method::Oft
+                } else {
+                    Method::Lora
+                };
+            }
             "qlora" => {
                 f.mode = Mode::Qlora;
                 f.weights = WeightFormat::Nf4;
+                f.peft_method = Method::Lora;
             }
             "full" => f.mode = Mode::Full,
             "freeze" => f.mode = Mode::Freeze,
             _ => return false,
         },
-        "load_in_4bit" | "quantization_bit" if truthy(v) || v == "4" => {
-            f.mode = Mode::Qlora;
-            if !f.weights.is_bnb_4bit() {
-                f.weights = WeightFormat::Nf4;
-            }
-        }
-        "use_bnb_nested_quant" | "bnb_4bit_use_double_quant" | "double_quantization" => {
+        // bitsandbytes on the fly, read together in `Pending::resolve`: TRL `load_in_4bit`/`load_in_8bit`,
+        // LLaMA-Factory `quantization_bit` (whose `double_quantization` defaults to true).
+        "load_in_4bit" => {
             if truthy(v) {
-                f.weights = WeightFormat::Nf4Dq
+                pending.bits = Some(4)
             }
         }
         "load_in_8bit" => {
             if truthy(v) {
-                f.weights = WeightFormat::Int8
+                pending.bits = Some(8)
             }
         }
+        "quantization_bit" => match v {
+            "4" | "8" => {
+                pending.bits = v.parse().ok();
+                pending.double_quant_default = true;
+            }
+            _ => return false,
+        },
+        "quantization_method" if v == "bitsandbytes" || v == "bnb" => {}
+        // The 4-bit data type (TRL `bnb_4bit_quant_type`, LLaMA-Factory `quantization_type`).
+        "bnb_4bit_quant_type" | "quantization_type" => match v {
+            "fp4" | "nf4" => pending.fp4 = Some(v == "fp4"),
+            _ => return false,
+        },
+        "use_bnb_nested_quant" | "bnb_4bit_use_double_quant" | "double_quantization" => {
+            pending.double_quant = Some(truthy(v))
+        }
         "optim" | "optimizer" => match crate::settings::hf_optimizer(v) {
-            Some(o) => f.optimizer = o,
+            Some(o) => {
+                f.optimizer = o;
+                // transformers' `_layerwise` GaLore/APOLLO step each parameter in backward.
+                if crate::model::full_tuning::is_projected(o) {
+                    f.optimizer_in_backward = v.trim().to_ascii_lowercase().ends_with("_layerwise");
+                }
+            }
             None => return false,
         },
+        "optim_args" => {
+            let pairs: Option<Vec<(String, String)>> = v
+                .split(',')
+                .filter(|p| !p.trim().is_empty())
+                .map(|p| {
+                    p.split_once('=')
+                        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                })
+                .collect();
+            match pairs {
+                Some(p) if p.iter().any(|(k, _)| k == "rank" || k == "momentum") => {
+                    pending.optim_args = p
+                }
+                _ => return false,
+            }
+        }
+        "galore_layerwise" | "apollo_layerwise" => f.optimizer_in_backward = truthy(v),
         "attn_implementation" | "flash_attn" => match v {
             "flash_attention_2" | "fa2" => f.attention = AttentionImpl::Flash2,
             "sdpa" | "auto" => f.attention = AttentionImpl::Sdpa,
@@ -426,33 +643,45 @@ fn apply(f: &mut Form, key: &str, v: &str) -> bool {
             }
         }
         // LLaMA-Factory `stage` (hparams/finetuning_args.py): sft/pt train on next tokens; dpo, kto and rm
-        // are the preference stages; ppo needs value and reward models, not modelled.
-        "stage" => match v {
-            "sft" | "pt" => f.objective = Objective::Sft,
-            "dpo" => f.objective = Objective::Dpo,
-            "kto" => f.objective = Objective::Kto,
-            "rm" => f.objective = Objective::RewardModel,
-            "grpo" => f.objective = Objective::Grpo,
-            _ => return false,
-        },
+        // are the preference stages, ppo the RL one; `grpo` comes from TRL's script.
+        "stage" => {
+            f.objective = match v {
+                "sft" | "pt" => Objective::Sft,
+                "dpo" => Objective::Dpo,
+                "kto" => Objective::Kto,
+                "rm" => Objective::RewardModel,
+                "grpo" => Objective::Grpo,
+                "ppo" => Objective::Ppo,
+                _ => return false,
+            };
+            pending.objective_named = true;
+        }
         // LLaMA-Factory `pref_loss`: ORPO and SimPO need no reference model.
         "pref_loss" => match v {
-            "orpo" => f.objective = Objective::Orpo,
-            "simpo" => f.objective = Objective::Simpo,
-            "sigmoid" | "hinge" | "ipo" | "kto_pair" => {}
+            "orpo" => pending.pref_loss = Some(Objective::Orpo),
+            "simpo" => pending.pref_loss = Some(Objective::Simpo),
+            "sigmoid" | "hinge" | "ipo" | "kto_pair" => pending.pref_loss = Some(Objective::Dpo),
             _ => return false,
         },
-        "precompute_ref_log_probs" => {
-            if truthy(v) {
-                f.reference = Reference::Precomputed
-            }
-        }
+        "precompute_ref_log_probs" => pending.precompute = truthy(v),
+        // GRPO's KL weight: 0 loads no reference model. DPO's and KTO's `beta` is a temperature.
+        "beta" if f.objective == Objective::Grpo => match v.parse::<f64>() {
+            Ok(b) if b >= 0.0 => pending.beta = Some(b),
+            _ => return false,
+        },
+        "use_vllm" => pending.use_vllm = Some(truthy(v)),
+        "vllm_mode" if v == "colocate" || v == "server" => pending.vllm_mode = Some(v.into()),
+        "vllm_gpu_memory_utilization" => match v.parse::<f64>() {
+            Ok(s) if s > 0.0 && s <= 1.0 => pending.vllm_share = Some(s),
+            _ => return false,
+        },
+        "vllm_enable_sleep_mode" => f.vllm_sleep = truthy(v),
+        "train_batch_size" => match v.parse::<u64>() {
+            Ok(t) if t > 0 => pending.train_batch_size = Some(t),
+            _ => return false,
+        },
         // LLaMA-Factory's memory-efficient full tuning switches.
-        "use_badam" => {
-            if truthy(v) {
-                f.mode = Mode::Badam
-            }
-        }
+        "use_badam" => pending.badam = truthy(v),
         "use_galore" => {
             if truthy(v) {
                 f.optimizer = Optimizer::Galore
@@ -471,23 +700,36 @@ fn apply(f: &mut Form, key: &str, v: &str) -> bool {
         "use_liger_kernel" | "enable_liger_kernel" | "liger_fused_linear_cross_entropy" => {
             if truthy(v) {
                 f.loss = LossImpl::Fused
+            } else if f.loss == LossImpl::Fused {
+                f.loss = LossImpl::Fp32Logits
             }
         }
         "deepspeed" => {
-            // A path: read what its name says (ds_z3_offload_config.json, zero2.json…).
+            // A path: read what its name says, in LLaMA-Factory's `examples/deepspeed/` naming
+            // (ds_z2_offload_config.json offloads the optimizer, ds_z3_offload_config.json the parameters
+            // too) or the like (zero2.json, ds_z3_offload_optimizer_config.json…).
             let name = v.to_ascii_lowercase();
-            if name.contains("z3") || name.contains("zero3") || name.contains("stage3") {
-                f.parallelism = Parallelism::Zero3;
-            } else if name.contains("z2") || name.contains("zero2") || name.contains("stage2") {
-                f.parallelism = Parallelism::Zero2;
-            } else if name.contains("z1") || name.contains("zero1") {
-                f.parallelism = Parallelism::Zero1;
+            let has = |words: &[&str]| words.iter().any(|w| name.contains(w));
+            f.parallelism = if has(&["z3", "zero3", "stage3"]) {
+                Parallelism::Zero3
+            } else if has(&["z2", "zero2", "stage2"]) {
+                Parallelism::Zero2
+            } else if has(&["z1", "zero1", "stage1"]) {
+                Parallelism::Zero1
+            } else if has(&["z0", "zero0", "stage0"]) {
+                Parallelism::Ddp
             } else {
                 return false;
-            }
-            if name.contains("offload") {
-                f.offload = Offload::Optimizer;
-            }
+            };
+            f.offload = if !name.contains("offload") {
+                Offload::None
+            } else if name.contains("optim") {
+                Offload::Optimizer
+            } else if name.contains("param") || f.parallelism == Parallelism::Zero3 {
+                Offload::ParamOptimizer
+            } else {
+                Offload::Optimizer
+            };
         }
         "zero_optimization.stage" => match v {
             "1" => f.parallelism = Parallelism::Zero1,
@@ -534,9 +776,11 @@ mod tests {
         );
         assert_eq!(f.lora_targets, vec![Module::Q, Module::V]);
         assert_eq!(f.optimizer, Optimizer::PagedAdamw8bit);
+        // A ZeRO-3 "offload" config offloads the parameters too (LLaMA-Factory's
+        // examples/deepspeed/ds_z3_offload_config.json has `offload_param` and `offload_optimizer`).
         assert_eq!(
             (f.parallelism, f.offload),
-            (Parallelism::Zero3, Offload::Optimizer)
+            (Parallelism::Zero3, Offload::ParamOptimizer)
         );
         assert_eq!(f.checkpointing, Checkpointing::Layer);
         assert!(r.ignored.iter().any(|i| i.starts_with("report_to")));

@@ -47,6 +47,11 @@ pub enum Component {
     ReferenceModel,
     /// A colocated inference engine's share of the GPU (GRPO with vLLM in `colocate` mode).
     ServingEngine,
+    /// PPO's value model (critic): its weights, gradients, optimizer states and activations, or a value head
+    /// on the policy's backbone with PEFT.
+    ValueModel,
+    /// PPO's frozen reward model: a model of its own, or a reward adapter on the policy's backbone with PEFT.
+    RewardModel,
     /// Memory PyTorch's caching allocator holds but no tensor uses (fragmentation, cached blocks).
     AllocatorReserve,
     /// Cached blocks left by tensors of other shapes (variable-length batches, a growing KV cache). A roomy
@@ -88,7 +93,7 @@ pub enum Phase {
     OptimizerStep,
     /// Inference prefill (prompt processing).
     Prefill,
-    /// Inference decoding with a full KV cache.
+    /// Decoding with a full KV cache: an RL job's rollout (GRPO, PPO) before its training pass.
     Generation,
 }
 
@@ -357,7 +362,12 @@ pub fn estimate(job: &Job) -> Estimate {
         Parallelism::Zero1 | Parallelism::Zero2 | Parallelism::Zero3
     );
     let arch = &job.arch;
-    let p = arch.params();
+    // A reward model has a scalar head in place of the LM head (`preference::scalar_head_params`).
+    let p = if job.objective == super::preference::Objective::RewardModel {
+        super::preference::scalar_head_params(&arch.params(), arch.hidden)
+    } else {
+        arch.params()
+    };
     let n = degree(&job);
     let ab = act_bytes(&job);
     let (trainable_params, adapter_params) = trainable(&job, &p);
@@ -596,9 +606,13 @@ pub fn estimate(job: &Job) -> Estimate {
             ),
         };
         let final_norm = final_norm_bytes_per_token(arch, &job) * tokens;
-        // A reward model's scalar head makes no vocabulary logits.
+        // A reward model's scalar head makes no vocabulary logits; GRPO computes the completion's only.
         let loss = if job.objective.has_vocab_logits() {
-            loss_bytes_per_logit(job.loss) * tokens * f64::from(arch.vocab) / tp
+            loss_bytes_per_logit(job.loss)
+                * tokens
+                * super::preference::logit_share(&job)
+                * f64::from(arch.vocab)
+                / tp
         } else {
             0.0
         };
@@ -671,11 +685,13 @@ pub fn estimate(job: &Job) -> Estimate {
     // ---- inference ----------------------------------------------------------------------------------
     let mut kv_cache = 0.0;
     let mut prefill = 0.0;
-    if !job.is_training() {
-        let inf = job.inference;
-        let batch = f64::from(inf.batch.max(1));
-        let prompt = f64::from(inf.prompt_tokens.max(1));
-        let total = prompt + f64::from(inf.new_tokens);
+    // `model.generate` runs in an inference job, and in an RL job's rollout when no colocated vLLM engine
+    // generates (`preference::hf_generate`): the same cache and prefill either way.
+    let hf_generate = super::preference::hf_generate(&job, working);
+    if let Some(gen) = hf_generate {
+        let batch = gen.batch;
+        let prompt = gen.prompt;
+        let total = prompt + gen.new_tokens;
         // KV cache = 2 · layers · kv_heads · head_dim · tokens · batch · bytes (GQA-aware). MLA caches the
         // latent and the RoPE key: (kv_lora_rank + qk_rope_head_dim) per layer and token (DeepSeek-V2 paper
         // sec. 2.1.2). Sliding-window layers cache at most the window (Mistral v0.1, Gemma 2/3).
@@ -692,17 +708,13 @@ pub fn estimate(job: &Job) -> Estimate {
         } else {
             total
         };
-        kv_cache = f64::from(arch.layers)
-            * per_token_layer
-            * cached
-            * batch
-            * inf.kv_dtype.bytes()
-            * layer_share
-            / if job.parallelism == Parallelism::Tensor {
-                n
-            } else {
-                1.0
-            };
+        kv_cache =
+            f64::from(arch.layers) * per_token_layer * cached * batch * gen.kv_bytes * layer_share
+                / if job.parallelism == Parallelism::Tensor {
+                    n
+                } else {
+                    1.0
+                };
         // Prefill working set of one layer over the prompt: the residual, q/k/v/output and, in the MLP, the
         // activation, up projection and their product alive together (3·i: without autograd the gate output
         // is freed as soon as the activation consumes it, HF `LlamaMLP.forward`); eager attention adds the
@@ -729,8 +741,9 @@ pub fn estimate(job: &Job) -> Estimate {
         };
         let last_logits = batch * positions * f64::from(arch.vocab) * (2.0 + 4.0);
         prefill = (attn_work + scores_work).max(mlp_work) + last_logits;
-        // Weights require grad by default, so autocast keeps every 16-bit cast for the whole region.
-        if autocast_fp32 {
+        // Weights require grad by default, so autocast keeps every 16-bit cast for the whole region. (An RL
+        // rollout generates outside the training step's autocast region.)
+        if autocast_fp32 && !job.is_training() {
             prefill += 2.0 * cast_params * layer_share;
         }
         if job.weights.is_bnb_4bit() || job.weights == WeightFormat::Int8 {
@@ -739,8 +752,10 @@ pub fn estimate(job: &Job) -> Estimate {
     }
 
     // ---- peak -----------------------------------------------------------------------------------------
-    // The reference model of DPO/KTO/GRPO: a frozen second copy of the base weights in their stored format,
-    // unless the PEFT base with adapters disabled, precomputed log-probabilities or beta = 0 stand in for it.
+    use super::preference::Objective;
+    // The reference model of DPO/KTO/GRPO/PPO: a frozen second copy of the base weights in their stored
+    // format, unless the PEFT base with adapters disabled, precomputed log-probabilities or beta = 0 stand in
+    // for it.
     let peft_job = matches!(job.mode, Mode::Lora | Mode::Qlora);
     let reference = if job.is_training()
         && super::preference::reference_copy(job.objective, job.reference, peft_job)
@@ -749,17 +764,107 @@ pub fn estimate(job: &Job) -> Estimate {
     } else {
         0.0
     };
-    // GRPO's colocated vLLM engine keeps its share of the GPU for the whole run.
-    let engine = if job.is_training() && job.objective == super::preference::Objective::Grpo {
+    // PPO's critic (value model) and reward model, per GPU (`preference::value_shares_backbone`).
+    // - Without PEFT both are the policy's architecture with a scalar head (`preference::scalar_head_params`),
+    //   stored like the policy and sharded like it (TRL `PPOTrainer` prepares them with the same
+    //   DeepSpeed/FSDP config; OpenRLHF's critic and reward model likewise): the policy's weight bytes with the
+    //   head swapped. The reward model is frozen, forward only. The critic is trained by the same optimizer on
+    //   the same micro-batch (TRL `PolicyAndValueWrapper`: one loss `pg_loss + vf_coef · vf_loss`, one
+    //   backward), so per parameter it holds what the policy holds (gradients, master weights, optimizer
+    //   states, step temporaries: the policy's scaled by the critic's share of parameters, `r = N_v / N` in
+    //   full fine-tuning, 1 when both train the same layers), and in backward it keeps the activations of
+    //   its own forward over the micro-batch, the policy's without the vocabulary logits.
+    // - With PEFT the critic is a value head `Linear(h, 1)` on the shared backbone, trained in fp32 (weight,
+    //   gradient and optimizer states: 4 + 4 + the optimizer's bytes per parameter), and the reward model a
+    //   second adapter of the policy's size plus its head, in fp32 (PEFT's adapter dtype); neither adds
+    //   activations (one forward gives logits and values).
+    let ppo = job.is_training() && job.objective == Objective::Ppo;
+    let mut value_static = 0.0;
+    let mut value_paged = 0.0;
+    let mut value_grads = 0.0;
+    let mut value_step = 0.0;
+    let mut value_acts = 0.0;
+    let mut value_weights = 0.0;
+    let mut reward = 0.0;
+    if ppo && super::preference::value_shares_backbone(job.mode) {
+        let head = f64::from(arch.hidden) + 1.0;
+        value_static = head * (4.0 + opt_b);
+        value_grads = head * 4.0;
+        reward = adapters + head * 4.0;
+    } else if ppo {
+        let v = super::preference::scalar_head_params(&p, arch.hidden);
+        let plain = |c: &ParamCounts| if quantized { c.non_linear } else { c.total };
+        value_weights = weights_q + weights_plain * plain(&v) / plain(&p).max(1.0);
+        let r = if job.mode == Mode::Full {
+            v.total / p.total.max(1.0)
+        } else {
+            1.0
+        };
+        value_static = value_weights + (master_gpu + states_alloc) * r;
+        value_paged = states_paged * r;
+        value_grads = grads * r;
+        value_step = step_temp * r;
+        value_acts = activations + scores;
+        reward = value_weights;
+    }
+    // GRPO's colocated vLLM engine holds its share of the GPU (weights and KV cache) while it generates. With
+    // sleep mode TRL puts it to sleep after each generation (`llm.sleep(level=2)`,
+    // `trl/generation/vllm_generation.py`, woken with `wake_up` before the next), and level 2 "discards both
+    // the model weights and the KV cache" (vLLM docs, "Sleep Mode"), so the training step runs without it.
+    let engine = if job.is_training() && job.objective == Objective::Grpo {
         job.grpo.vllm_gib.max(0.0) * GIB
     } else {
         0.0
     };
-    let static_bytes =
-        weights_q + weights_plain + adapters + master_gpu + states_alloc + reference + engine;
-    let backward_live =
-        activations + scores + logits + temporary_bwd + if grads_persist { grads } else { 0.0 };
-    let step_live = grads + step_temp + unresharded;
+    let engine_training = if job.grpo.vllm_sleep { 0.0 } else { engine };
+    // The rollout of GRPO/PPO (`Phase::Generation`): the static memory beside the awake engine, or HF
+    // generation's KV cache and prefill (computed above from `preference::hf_generate`), plus
+    // - under ZeRO-3 the whole policy, gathered for generation (TRL `ds3_gather_for_generation=True`, the
+    //   default: `unwrap_model_for_generation` enters `deepspeed.zero.GatheredParameters` on every parameter
+    //   of the wrapped model, PPO's critic included): the shards this GPU does not hold;
+    // - in PPO the scores of every generated position of the rollout batch, kept to the end of the rollout
+    //   (TRL `generate(..., output_scores=True)` then `torch.stack(output.scores, 1)`): rollout × C × V in
+    //   fp32 (transformers `_sample` upcasts each step's `next_token_logits` to fp32).
+    // The previous optimizer step's `zero_grad(set_to_none=True)` freed the gradients: a rollout starts an
+    // accumulation window.
+    let rollout = job.is_training() && job.objective.generates();
+    let hf_rollout = rollout && hf_generate.is_some();
+    let gathered =
+        if hf_rollout && job.parallelism == Parallelism::Zero3 && (job.gpus > 1 || param_offloaded)
+        {
+            let policy = w_quant + lin_plain + rest_plain - (weights_q + weights_plain);
+            let held = (weights_q + weights_plain).max(1.0);
+            policy * (1.0 + value_weights / held)
+        } else {
+            0.0
+        };
+    let kept_scores = if hf_rollout && ppo {
+        let (_, step) = super::preference::rollout_batch(&job);
+        f64::from(step) * f64::from(job.grpo.completion_tokens) * f64::from(arch.vocab) * 4.0
+    } else {
+        0.0
+    };
+    let rollout_live = kv_cache + prefill + gathered + kept_scores + engine;
+    let static_bytes = weights_q
+        + weights_plain
+        + adapters
+        + master_gpu
+        + states_alloc
+        + reference
+        + value_static
+        + reward;
+    let backward_live = activations
+        + scores
+        + logits
+        + temporary_bwd
+        + value_acts
+        + engine_training
+        + if grads_persist {
+            grads + value_grads
+        } else {
+            0.0
+        };
+    let step_live = grads + value_grads + step_temp + value_step + unresharded + engine_training;
     // The last op of backward: a tied embedding's second gradient (from the embedding lookup) is summed with
     // the one the LM head produced, out of place (`AccumulateGrad`: `variable.grad + new_grad`), so old, new
     // and sum coexist while every other gradient is already stored (the oracle's peak op,
@@ -769,15 +874,15 @@ pub fn estimate(job: &Job) -> Estimate {
     } else {
         0.0
     };
-    let embedding_live = grads + tied_sum;
+    let embedding_live = grads + value_grads + tied_sum + engine_training;
     // Each phase with what is alive in it and its short-lived part (what the caching allocator leaves
     // reserved but unused around it).
-    let candidates = if job.is_training() {
+    let mut candidates = if job.is_training() {
         vec![
             (
                 Phase::Backward,
                 backward_live,
-                activations + scores + logits + temporary_bwd,
+                activations + scores + logits + temporary_bwd + value_acts,
             ),
             (Phase::EndOfBackward, embedding_live, tied_sum),
             // The optimizer's temporaries are parameter-sized tensors allocated and freed in the same order
@@ -790,6 +895,9 @@ pub fn estimate(job: &Job) -> Estimate {
     } else {
         vec![(Phase::Prefill, prefill + kv_cache, prefill)]
     };
+    if rollout {
+        candidates.push((Phase::Generation, rollout_live, prefill + kept_scores));
+    }
     // Blocks cached for other shapes: the variable-length excess over the fixed-shape share.
     let other_shapes = |transient: f64| {
         if job.variable_lengths && job.is_training() {
@@ -802,40 +910,53 @@ pub fn estimate(job: &Job) -> Estimate {
     // old cache and the new token's keys/values, every step): each layer's cache is re-allocated one token
     // longer, and the freed, shorter blocks never fit a later request. The allocator ends up holding about
     // one more cache's worth: shapes that change every step, as with variable-length batches.
-    let growing_cache = if !job.is_training() && job.inference.new_tokens > 0 {
+    // (Only the phases that generate hold it: inference, and an RL job's rollout.)
+    let growing_cache = if hf_generate.is_some_and(|g| g.new_tokens > 0.0) {
         ALLOCATOR_VARIABLE_SHARE * kv_cache
     } else {
         0.0
     };
+    let cache_of = |phase: Phase, transient: f64| {
+        other_shapes(transient)
+            + if matches!(phase, Phase::Prefill | Phase::Generation) {
+                growing_cache
+            } else {
+                0.0
+            }
+    };
     let reserve_of =
         |transient: f64| ALLOCATOR_FIXED_GIB * GIB + ALLOCATOR_TRANSIENT_SHARE * transient;
-    let reserved_of = |live: f64, transient: f64| {
-        static_bytes + live + reserve_of(transient) + other_shapes(transient) + growing_cache
+    let reserved_of = |phase: Phase, live: f64, transient: f64| {
+        static_bytes + live + reserve_of(transient) + cache_of(phase, transient)
     };
     // `max_memory_allocated` is the largest live total over the phases; the caching allocator never gives
     // memory back, so `max_memory_reserved` is the largest reserved total, which may come from another
     // phase (a small optimizer-step peak after a backward that fragmented more). The breakdown and the
     // verdict follow the phase that needs the most device memory.
     let peak_allocated = static_bytes + candidates.iter().map(|c| c.1).fold(0.0_f64, f64::max);
-    let (phase, _, transient) = candidates
+    // An RL job's rollout leaves a cache's worth of stale KV blocks (`growing_cache`) that make it the most
+    // reserved phase without being the one that needs the most: the allocator frees them before it reports
+    // out-of-memory, in the rollout and in the training step after it alike. Its phases are therefore ranked
+    // by what each needs (reserved less its freeable cache), and the followed phase's freeable cache includes
+    // what the more reserved phase left behind (the allocator never gives memory back), so the breakdown
+    // still adds up to the device total.
+    let rank = |c: &(Phase, f64, f64)| {
+        reserved_of(c.0, c.1, c.2) - if rollout { cache_of(c.0, c.2) } else { 0.0 }
+    };
+    let (phase, live, transient) = candidates
         .iter()
         .copied()
-        .reduce(|best, c| {
-            if reserved_of(c.1, c.2) > reserved_of(best.1, best.2) {
-                c
-            } else {
-                best
-            }
-        })
+        .reduce(|best, c| if rank(&c) > rank(&best) { c } else { best })
         .unwrap_or((Phase::Prefill, 0.0, 0.0));
     let reserve = reserve_of(transient);
-    let cache = other_shapes(transient) + growing_cache;
     let peak_reserved = candidates
         .iter()
-        .map(|c| reserved_of(c.1, c.2))
+        .map(|c| reserved_of(c.0, c.1, c.2))
         .fold(0.0_f64, f64::max);
+    let cache =
+        cache_of(phase, transient) + (peak_reserved - reserved_of(phase, live, transient)).max(0.0);
     let context = CUDA_CONTEXT_GIB * GIB;
-    let device_total = peak_reserved + context + states_paged;
+    let device_total = peak_reserved + context + states_paged + value_paged;
 
     let mut gpu = vec![
         Part {
@@ -845,10 +966,10 @@ pub fn estimate(job: &Job) -> Estimate {
         Part {
             component: Component::Weights,
             bytes: weights_plain
-                + if phase == Phase::OptimizerStep {
-                    unresharded
-                } else {
-                    0.0
+                + match phase {
+                    Phase::OptimizerStep => unresharded,
+                    Phase::Generation => gathered,
+                    _ => 0.0,
                 },
         },
         Part {
@@ -914,6 +1035,10 @@ pub fn estimate(job: &Job) -> Estimate {
                 component: Component::Temporary,
                 bytes: prefill,
             },
+            Part {
+                component: Component::Logits,
+                bytes: kept_scores,
+            },
         ]),
     }
     gpu.push(Part {
@@ -934,7 +1059,27 @@ pub fn estimate(job: &Job) -> Estimate {
     });
     gpu.push(Part {
         component: Component::ServingEngine,
-        bytes: engine,
+        bytes: if phase == Phase::Generation {
+            engine
+        } else {
+            engine_training
+        },
+    });
+    gpu.push(Part {
+        component: Component::ValueModel,
+        bytes: value_static
+            + value_paged
+            + match phase {
+                Phase::Backward if grads_persist => value_acts + value_grads,
+                Phase::Backward => value_acts,
+                Phase::EndOfBackward => value_grads,
+                Phase::OptimizerStep => value_grads + value_step,
+                Phase::Prefill | Phase::Generation => 0.0,
+            },
+    });
+    gpu.push(Part {
+        component: Component::RewardModel,
+        bytes: reward,
     });
     gpu.retain(|part| part.bytes > 0.0);
 

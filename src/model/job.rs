@@ -444,9 +444,9 @@ pub struct Job {
     pub optimizer_in_backward: bool,
     /// SFT, or a preference / RL objective (`super::preference`).
     pub objective: super::preference::Objective,
-    /// Where DPO's, KTO's or GRPO's reference model comes from.
+    /// Where DPO's, KTO's, GRPO's or PPO's reference model comes from.
     pub reference: super::preference::Reference,
-    /// GRPO's generation settings.
+    /// GRPO's generation settings (the completion length is PPO's too).
     pub grpo: super::preference::Grpo,
 }
 

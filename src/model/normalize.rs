@@ -61,11 +61,11 @@ pub fn normalize(job: &Job) -> (Job, Vec<Warning>) {
         job.seq_len = job.seq_len.saturating_add(job.lora.virtual_tokens);
     }
     // Paired preference objectives run chosen and rejected sequences in one batch (TRL
-    // `concatenated_forward`); GRPO trains on prompt + completion (`seq_len` is the prompt length).
+    // `concatenated_forward`); GRPO and PPO train on prompt + completion (`seq_len` is the prompt length).
     if job.is_training() {
         let pairs = job.objective.sequences_per_example();
         job.micro_batch = job.micro_batch.saturating_mul(pairs);
-        if job.objective == super::preference::Objective::Grpo {
+        if job.objective.generates() {
             job.seq_len = job.seq_len.saturating_add(job.grpo.completion_tokens);
         }
     }

@@ -388,7 +388,7 @@ fn objective_inputs(props: &InputsProps, t: &'static Text) -> Html {
             <SelectField id="obj" label={t.objective} tip={t.objective_tip} value={id_of(&obj)}
                 options={opts(&[(Objective::Sft, t.opt_sft), (Objective::Dpo, "DPO / IPO"), (Objective::Orpo, "ORPO"),
                     (Objective::Simpo, "SimPO / CPO"), (Objective::Kto, "KTO"), (Objective::RewardModel, t.opt_reward_model),
-                    (Objective::Grpo, "GRPO")])}
+                    (Objective::Grpo, "GRPO"), (Objective::Ppo, "PPO")])}
                 on_change={set::<String>(props, "obj")} />
             if obj.uses_reference() {
                 <SelectField id="ref" label={t.reference} tip={t.reference_tip} value={id_of(&form.reference)}
@@ -402,6 +402,9 @@ fn objective_inputs(props: &InputsProps, t: &'static Text) -> Html {
                     { number(props, t, "comp", t.completion, t.tokens, t.completion_tip, form.completion_tokens) }
                 </div>
                 { number(props, t, "vllm", t.vllm_gib, "GiB", t.vllm_gib_tip, form.vllm_gib) }
+            }
+            if obj == Objective::Ppo {
+                { number(props, t, "comp", t.completion, t.tokens, t.completion_tip, form.completion_tokens) }
             }
         </>
     }

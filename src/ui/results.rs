@@ -26,6 +26,8 @@ pub fn colour(c: Component) -> &'static str {
         Component::CudaContext => "#555555",
         Component::ReferenceModel => "#2A5C8A",
         Component::ServingEngine => "#7F3C8D",
+        Component::ValueModel => "#1B7837",
+        Component::RewardModel => "#B2182B",
     }
 }
 
