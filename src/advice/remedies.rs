@@ -557,7 +557,7 @@ fn bigger_gpu(form: &Form) -> Option<Form> {
     let have = form.gpu_usable_gib();
     let mut gpus: Vec<_> = catalog::gpus()
         .iter()
-        .filter(|g| g.usable_gib > have && !shares_host_memory(g))
+        .filter(|g| g.usable_gib > have && same_memory_kind(form, g))
         .collect();
     gpus.sort_by(|a, b| a.usable_gib.total_cmp(&b.usable_gib));
     gpus.iter()
@@ -571,9 +571,16 @@ fn bigger_gpu(form: &Form) -> Option<Form> {
 /// Whether a GPU's memory is the host's RAM (Apple silicon, DGX Spark, Strix Halo, Jetson: the catalog's
 /// `segment` says "unified memory" or SoC): such a box is not an upgrade card to buy for a discrete GPU's job,
 /// and its share of RAM competes with the host side of the same job.
-fn shares_host_memory(g: &catalog::GpuEntry) -> bool {
+pub(crate) fn shares_host_memory(g: &catalog::GpuEntry) -> bool {
     let segment = g.segment.to_ascii_lowercase();
     g.vendor == "Apple" || segment.contains("unified") || segment.contains("soc")
+}
+
+/// Whether `g` is the same kind of machine as the form's GPU: a discrete card for a discrete card's job, a
+/// unified-memory box for one that already runs on such a box (an unknown GPU counts as discrete).
+pub(crate) fn same_memory_kind(form: &Form, g: &catalog::GpuEntry) -> bool {
+    let unified_now = catalog::gpu(&form.gpu).is_some_and(shares_host_memory);
+    shares_host_memory(g) == unified_now
 }
 
 fn tokens_per_s(s: Option<Speed>) -> Option<f64> {
@@ -827,6 +834,14 @@ mod tests {
                 let g = catalog::gpu(&bigger.gpu).unwrap();
                 assert!(!shares_host_memory(g), "{} proposed", g.id);
             }
+        }
+        // On a Mac the bigger machine is a bigger unified-memory box.
+        let mac = Form {
+            gpu: "apple-m4-pro".into(),
+            ..oom_form()
+        };
+        if let Some(bigger) = bigger_gpu(&mac) {
+            assert!(shares_host_memory(catalog::gpu(&bigger.gpu).unwrap()));
         }
         let spark = catalog::gpu("gb10-dgx-spark").unwrap();
         let halo = catalog::gpu("radeon-8060s-strix-halo").unwrap();

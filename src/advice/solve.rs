@@ -87,7 +87,12 @@ pub fn solve(form: &Form) -> Solutions {
             })
         })
         .map(|n| (n, if n == 1 { form.parallelism } else { strategy }));
-    let mut gpus: Vec<_> = catalog::gpus().iter().collect();
+    // Among machines of the same memory kind as the chosen GPU (a unified-memory box is not the smallest
+    // card for a discrete card's job).
+    let mut gpus: Vec<_> = catalog::gpus()
+        .iter()
+        .filter(|g| super::remedies::same_memory_kind(form, g))
+        .collect();
     gpus.sort_by(|a, b| a.usable_gib.total_cmp(&b.usable_gib));
     let smallest_gpu = gpus
         .iter()
@@ -145,11 +150,13 @@ mod tests {
             gpu: g.clone(),
             ..form.clone()
         }));
-        // Nothing smaller fits.
-        let usable = catalog::gpu(&g).unwrap().usable_gib;
+        // Nothing smaller of the same memory kind fits, and it is of the form's kind.
+        let chosen = catalog::gpu(&g).unwrap();
+        assert!(crate::advice::remedies::same_memory_kind(&form, chosen));
+        let usable = chosen.usable_gib;
         assert!(catalog::gpus()
             .iter()
-            .filter(|x| x.usable_gib < usable)
+            .filter(|x| x.usable_gib < usable && crate::advice::remedies::same_memory_kind(&form, x))
             .all(|x| !vram_ok(&Form {
                 gpu: x.id.clone(),
                 ..form.clone()
