@@ -154,13 +154,16 @@ mod tests {
         let chosen = catalog::gpu(&g).unwrap();
         assert!(crate::advice::remedies::same_memory_kind(&form, chosen));
         let usable = chosen.usable_gib;
-        assert!(catalog::gpus()
-            .iter()
-            .filter(|x| x.usable_gib < usable && crate::advice::remedies::same_memory_kind(&form, x))
-            .all(|x| !vram_ok(&Form {
-                gpu: x.id.clone(),
-                ..form.clone()
-            })));
+        assert!(
+            catalog::gpus()
+                .iter()
+                .filter(|x| x.usable_gib < usable
+                    && crate::advice::remedies::same_memory_kind(&form, x))
+                .all(|x| !vram_ok(&Form {
+                    gpu: x.id.clone(),
+                    ..form.clone()
+                }))
+        );
         // The fewest GPUs, when some count fits: that count fits and one fewer does not.
         if let Some((n, parallelism)) = s.min_gpus {
             let with = |gpus| Form {
