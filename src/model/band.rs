@@ -51,7 +51,7 @@ impl BandKind {
     /// the unit test below checks the table is ordered and brackets 1).
     pub fn ratio_range(self) -> (f64, f64) {
         match self {
-            BandKind::Full => (0.70, 1.26),
+            BandKind::Full => (0.69, 1.26),
             BandKind::Lora => (0.99, 1.36),
             BandKind::Qlora => (0.88, 1.40),
             BandKind::Inference => (0.95, 1.05),
