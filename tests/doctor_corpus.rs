@@ -56,6 +56,15 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
     ("g-ram-distllama-59", "one application's own wording, no runtime format"),
     ("g-tf-segan-42", "a TensorFlow OOM that names no device reads as the GPU"),
     ("g-unsloth-3288", "one application's own error about saving adapters"),
+    // The fourth unseen batch (measured before its rules were written; see README):
+    ("h-llamacpp-vulkan-asahi-29270", "Vulkan's ErrorOutOfDeviceMemory from a driver regression the thread bisected"),
+    ("h-naifu-ioerror-35", "EIO on mkdir: a failing mount, labelled not-memory here and disk elsewhere"),
+    ("h-ptxla-hbm-1735", "XLA:TPU's capacity is not printed in the paste (only usage and free chunks)"),
+    ("h-ollama-llama4scout-oomkill-10739", "Ollama's memory log lines only; the kill itself is not in the paste"),
+    ("h-ollama-errorfault-regression-11598", "\"llama runner process has terminated: error:fault\", a regression"),
+    ("h-damoyolo-cudnn-notinit-20", "CUDNN_STATUS_NOT_INITIALIZED, which the thread fixed with a smaller batch"),
+    ("h-nccl-ipchost-473", "NCCL's 'unhandled system error' that --ipc=host fixed: the paste does not say shm"),
+    ("h-tgi-falcon-numheads-1354", "a sharding ValueError in TGI's model code, no runtime format"),
 ];
 
 #[test]
@@ -105,7 +114,7 @@ fn every_corpus_case_is_classified_and_its_figures_extracted() {
         held_out.0,
         held_out.1
     );
-    assert!(total >= 560, "the corpus should cover every kind");
+    assert!(total >= 680, "the corpus should cover every kind");
     assert!(known <= KNOWN_MISSES.len());
     for k in ["gpu", "host", "disk", "not-memory", "unrecognised"] {
         assert!(kinds.contains_key(k), "no {k} case");

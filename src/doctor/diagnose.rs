@@ -35,6 +35,8 @@ pub enum Source {
     PytorchHip,
     PytorchXpu,
     PytorchMps,
+    /// Huawei Ascend NPUs (CANN, `torch_npu`).
+    Ascend,
     Cublas,
     /// cuDNN status codes.
     Cudnn,
@@ -638,6 +640,9 @@ const ENOSPC: Rule = any(
         "storagefull",
         "not enough space on the disk",
         "os error 112",
+        // NumPy `ndarray.tofile` (`numpy/_core/src/multiarray/convert.c`): "Not enough free space to write N
+        // bytes".
+        "not enough free space to write",
     ],
     Kind::Disk,
     Source::DiskFull,
@@ -711,6 +716,9 @@ const OOM_KILLER: Rule = any(
         "oom-kill:",
         "total-vm:",
         "oom_reaper: reaped process",
+        // kubelet's eviction message (`pkg/kubelet/eviction/helpers.go`): "The node was low on resource:
+        // memory."
+        "the node was low on resource: memory",
         "memory cgroup out of memory",
         "oomkilled",
         "oom-kill event",
@@ -835,6 +843,12 @@ const CUDA_FAULT: Rule = any(
         "no cuda-capable device is detected",
         "is/are busy or unavailable",
         "invalid device ordinal",
+        // `cudaErrorStreamCaptureUnsupported`, `cudaErrorNotSupported`.
+        "operation not permitted when stream is capturing",
+        "the requested functionality is not supported",
+        // The driver's view of a failing link or card (Linux AER "PCIe Bus Error", NVRM Xid 79).
+        "pcie bus error",
+        "has fallen off the bus",
     ],
     Kind::NotMemory,
     Source::CudaError,
@@ -842,7 +856,13 @@ const CUDA_FAULT: Rule = any(
 /// CUDA `cudaErrorNoKernelImageForDevice` "no kernel image is available for execution on the device",
 /// `cudaErrorInvalidDeviceFunction` "invalid device function".
 const NO_KERNEL: Rule = any(
-    &["no kernel image is available", "invalid device function"],
+    // `cudaErrorSymbolNotFound` / `CUDA_ERROR_NOT_FOUND`: "named symbol not found" (a kernel missing from the
+    // build, e.g. bitsandbytes' `ops.cu` or candle's quantized kernels).
+    &[
+        "no kernel image is available",
+        "invalid device function",
+        "named symbol not found",
+    ],
     Kind::NotMemory,
     Source::NoKernelImage,
 );
@@ -927,6 +947,8 @@ const NCCL: Rule = any(
         "ncclsystemerror",
         "ncclinternalerror",
         "watchdog caught collective operation timeout",
+        // `ProcessGroupNCCL.cpp` when the watchdog tears the process down.
+        "some nccl operations have failed or timed out",
         "ncclremoteerror",
         "ncclinvalidusage",
     ],
@@ -1023,6 +1045,9 @@ const TRITON_RESOURCES: Rule = any(
     &[
         "out of resource: shared memory",
         "outofresources: out of resource",
+        // CUDA `cudaErrorLaunchOutOfResources` (registers or shared memory per block): the same kind of
+        // per-kernel limit.
+        "too many resources requested for launch",
     ],
     Kind::NotMemory,
     Source::CudaError,
@@ -1043,7 +1068,8 @@ const GGML_KV_SLOTS: Rule = any(
 /// bitsandbytes `cuda_setup/main.py` / `cextension.py`: "CUDA Setup failed despite GPU being available"
 /// (older: "… despite CUDA being available"): its native library did not load — an install problem.
 const BNB_SETUP: Rule = any(
-    &["cuda setup failed despite"],
+    // Its CPU-only library loaded instead: "libbitsandbytes_cpu.so: undefined symbol: cadam32bit_grad_fp32".
+    &["cuda setup failed despite", "libbitsandbytes_cpu.so: undefined symbol"],
     Kind::NotMemory,
     Source::DriverTooOld,
 )
@@ -1067,12 +1093,23 @@ const FS_UNSUPPORTED: Rule = any(
 )
 .with(Hint::PasteMore);
 
+/// Huawei Ascend (CANN / `torch_npu`): "NPU out of memory. Tried to allocate …" and the graph engine's
+/// "Memory_Allocation_Failure(EL0004): Failed to allocate memory requested by GE module." (CANN error code
+/// EL0004, "Available memory is insufficient"): NPU device memory.
+const ASCEND_OOM: Rule = any(
+    &["npu out of memory", "memory_allocation_failure(el0004)"],
+    Kind::Gpu,
+    Source::Ascend,
+)
+.with(Hint::ReduceMemory);
+
 /// Every rule in priority order: the first that matches decides.
 const RULES: &[Rule] = &[
     DEVICE_UNAVAILABLE,
     PT_HIP,
     PT_XPU,
     PT_MPS,
+    ASCEND_OOM,
     PT_CUDA,
     PT_CUDA_TAIL,
     PT_FRACTION,
@@ -1371,7 +1408,8 @@ fn killed_line(s: &Scan) -> Option<usize> {
     for line in s.text.split('\n') {
         let here = start;
         start += line.len() + 1;
-        let t = line.trim();
+        // Markdown pastes wrap the line in backticks.
+        let t = line.trim().trim_matches('`').trim();
         if t == "已杀死" {
             return Some(here);
         }
@@ -1396,8 +1434,9 @@ fn killed_line(s: &Scan) -> Option<usize> {
                     .bytes()
                     .all(|b| b.is_ascii_digit())
         };
+        // (The command after "Killed" may be cut off: "cli_demo.sh: line 5: 12989 Killed".)
         if words
-            .windows(3)
+            .windows(2)
             .any(|w| w[1] == "killed" && job(w[0]) && w[0].bytes().any(|b| b.is_ascii_digit()))
         {
             return Some(here);
@@ -1667,7 +1706,11 @@ fn numbers(text: &str, lower: &str, source: Source) -> Numbers {
             .or_else(|| size_after(text, lower, "cannot allocate "))
             .or_else(|| metal_buffer_size(lower))
             // TensorFlow's stream executor: "failed to allocate 7.35G (7889485824 bytes) from device".
-            .or_else(|| size_after(text, lower, "failed to allocate ")),
+            .or_else(|| size_after(text, lower, "failed to allocate "))
+            // ggml-vulkan: "Device memory allocation of size 118497280 failed."
+            .or_else(|| bytes_after(text, lower, "device memory allocation of size "))
+            // XLA:TPU: "Attempting to reserve 6.48G at the bottom of memory."
+            .or_else(|| size_after(text, lower, "attempting to reserve ")),
         // ≥ 2.1: "GPU 0 has a total capacity of 23.65 GiB of which 1.66 GiB is free." (older builds: "capacty").
         total_gib: size_after(text, lower, "total capacity of")
             .or_else(|| size_after(text, lower, "total capacty of"))
