@@ -1069,7 +1069,10 @@ const GGML_KV_SLOTS: Rule = any(
 /// (older: "… despite CUDA being available"): its native library did not load — an install problem.
 const BNB_SETUP: Rule = any(
     // Its CPU-only library loaded instead: "libbitsandbytes_cpu.so: undefined symbol: cadam32bit_grad_fp32".
-    &["cuda setup failed despite", "libbitsandbytes_cpu.so: undefined symbol"],
+    &[
+        "cuda setup failed despite",
+        "libbitsandbytes_cpu.so: undefined symbol",
+    ],
     Kind::NotMemory,
     Source::DriverTooOld,
 )
