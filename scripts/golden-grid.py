@@ -39,6 +39,17 @@ MODELS = [
     "olmo-2-1124-7b", "gemma-7b", "phi-2",
 ]
 
+# Hybrid stacks (Mamba / Gated DeltaNet layers). The mamba_ssm, causal-conv1d and fla kernels that a GPU run
+# uses cannot run on fake tensors, so transformers takes its torch fallbacks, which save other tensors (the
+# SSD scan's chunk-by-chunk fp32 matrices, the delta rule's per-chunk states). Only jobs whose peak lies outside
+# the recurrent mixers represent real runs and are run: a full fine-tune's optimizer step, and a checkpointed
+# LoRA job on the attention projections, whose peak is the loss's backward (every layer then holds only its
+# checkpointed input). `tests/golden_grid.rs` checks that each record's peak is one of those.
+HYBRID_MODELS = [
+    "falcon-h1-7b-instruct", "nvidia-nemotron-nano-9b-v2", "granite-4.0-h-small", "jamba-v0.1",
+    "qwen3-next-80b-a3b-instruct",
+]
+
 # Keys transformers needs that the catalog's trimmed configs leave to defaults which differ from the real
 # model (each value is from the model's published config.json on the Hugging Face Hub).
 FIXES = {
@@ -63,7 +74,7 @@ def catalog_configs():
     with open(CATALOG) as f:
         entries = {m["id"]: m for m in json.load(f)}
     out = {}
-    for mid in MODELS:
+    for mid in MODELS + HYBRID_MODELS:
         cfg = {k: v for k, v in entries[mid]["config"].items() if not k.startswith("_")}
         fix = FIXES.get(cfg["model_type"])
         if fix:
@@ -131,9 +142,28 @@ def variants(mid, cfg):
         yield f"{mid}/{name}", job
 
 
+def hybrid_variants(mid, cfg):
+    """The hybrid stacks' jobs (see HYBRID_MODELS): full fine-tunes peaking at the optimizer step and
+    checkpointed LoRA on q/k/v/o peaking at the loss. PEFT refuses `all-linear` on Mamba models (it would
+    adapt the mixers' `out_proj`), so the LoRA jobs name their targets."""
+    big = cfg.get("num_hidden_layers", 0) * cfg.get("hidden_size", 0) > 32 * 4096 or "num_experts" in cfg
+    s = 512 if big else 1024
+    base = {"mode": "full", "dtype": "bf16", "optimizer": "adamw", "gradient_checkpointing": True,
+            "attn": "sdpa", "batch_size": 1, "seq_len": s}
+    jobs = {
+        "full-bf16-ckpt": {},
+        "full-mixed-ckpt": {"dtype": "mixed", "seq_len": s // 2},
+        "lora-r8-attn-ckpt": {"mode": "lora", "lora": lora(8, ATTN_ONLY), "batch_size": 2},
+        "lora-r16-attn-ckpt-long": {"mode": "lora", "lora": lora(16, ATTN_ONLY), "seq_len": 2 * s},
+    }
+    for name, change in jobs.items():
+        yield f"{mid}/{name}", {**base, **change}
+
+
 def all_jobs():
     for mid, cfg in catalog_configs().items():
-        for jid, job in variants(mid, cfg):
+        make = hybrid_variants if mid in HYBRID_MODELS else variants
+        for jid, job in make(mid, cfg):
             yield jid, mid, cfg, job
 
 

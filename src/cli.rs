@@ -156,7 +156,7 @@ pub fn render_estimate(e: &Estimate) -> String {
     let mut out = String::new();
     out.push_str(&format!(
         "parameters: {:.3} B total, {:.3} B trainable\n",
-        e.params.total / 1e9,
+        (e.params.total + e.vision_params) / 1e9,
         e.trainable_params / 1e9
     ));
     out.push_str(&format!("peak phase: {:?}\n\nper GPU:\n", e.phase));

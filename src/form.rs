@@ -86,6 +86,10 @@ pub struct Form {
     pub max_num_seqs: u32,
     /// Serving: tokens per KV block (`--block-size`, vLLM default 16).
     pub block_size: u32,
+    /// Images per sample (per prompt in inference) of a vision-language model; 0 for text only.
+    pub images: u32,
+    /// The vision tower trains (LLaMA-Factory `freeze_vision_tower: false`).
+    pub train_vision: bool,
 }
 
 impl Default for Form {
@@ -140,6 +144,8 @@ impl Default for Form {
             enforce_eager: false,
             max_num_seqs: 0,
             block_size: 16,
+            images: 0,
+            train_vision: false,
         }
     }
 }
@@ -204,6 +210,8 @@ impl Form {
         job.optimizer_in_backward = self.optimizer_in_backward;
         job.objective = self.objective;
         job.reference = self.reference;
+        job.vision.images = self.images;
+        job.vision.train_tower = self.train_vision;
         job.grpo = crate::model::preference::Grpo {
             generations: self.generations,
             completion_tokens: self.completion_tokens,

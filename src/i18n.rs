@@ -335,6 +335,14 @@ pub struct Text {
     pub hub_err_index: &'static str,
     pub hub_err_range: &'static str,
     pub hub_err_no_weights: &'static str,
+    /// Vision-language models: images per sample, and whether the vision tower trains.
+    pub images: &'static str,
+    pub images_tip: &'static str,
+    pub units_images: &'static str,
+    pub train_vision: &'static str,
+    pub train_vision_tip: &'static str,
+    /// Under the images input: `{tokens}` language-model tokens per image, `{side}` the largest image side.
+    pub image_tokens_hint: &'static str,
 }
 
 /// A GPU component's label.
@@ -351,6 +359,7 @@ pub fn component(lang: Lang, c: Component) -> &'static str {
         (Lang::En, AttentionScores) => "Attention scores (eager)",
         (Lang::En, Logits) => "Logits & loss",
         (Lang::En, KvCache) => "KV cache",
+        (Lang::En, RecurrentState) => "Recurrent state (Mamba / DeltaNet layers)",
         (Lang::En, Temporary) => "Temporary buffers",
         (Lang::En, CudaContext) => "CUDA context & kernels",
         (Lang::En, AllocatorReserve) => "Allocator reserve",
@@ -359,6 +368,7 @@ pub fn component(lang: Lang, c: Component) -> &'static str {
         (Lang::En, ServingEngine) => "Colocated vLLM engine",
         (Lang::En, ValueModel) => "Value model (critic, trained)",
         (Lang::En, RewardModel) => "Reward model (frozen)",
+        (Lang::En, VisionTower) => "Vision tower & images",
         (Lang::Zh, WeightsQuantized) => "权重（量化）",
         (Lang::Zh, Weights) => "权重（16/32 位）",
         (Lang::Zh, Adapters) => "LoRA 适配器",
@@ -369,6 +379,7 @@ pub fn component(lang: Lang, c: Component) -> &'static str {
         (Lang::Zh, AttentionScores) => "注意力分数（eager）",
         (Lang::Zh, Logits) => "Logits 与损失",
         (Lang::Zh, KvCache) => "KV 缓存",
+        (Lang::Zh, RecurrentState) => "循环状态（Mamba / DeltaNet 层）",
         (Lang::Zh, Temporary) => "临时缓冲区",
         (Lang::Zh, CudaContext) => "CUDA 上下文与内核",
         (Lang::Zh, AllocatorReserve) => "分配器预留",
@@ -377,6 +388,7 @@ pub fn component(lang: Lang, c: Component) -> &'static str {
         (Lang::Zh, ServingEngine) => "同卡的 vLLM 推理引擎",
         (Lang::Zh, ValueModel) => "价值模型（critic，参与训练）",
         (Lang::Zh, RewardModel) => "奖励模型（冻结）",
+        (Lang::Zh, VisionTower) => "视觉编码器与图像",
     }
 }
 
@@ -688,6 +700,12 @@ pub static EN: Text = Text {
     hub_err_index: "model.safetensors.index.json is not valid ({reason}).",
     hub_err_range: "the server ignored the byte-range request for {file}.",
     hub_err_no_weights: "the repository has no safetensors weights (model.safetensors or its index).",
+    images: "Images per sample",
+    images_tip: "Images in each training sample (each prompt when serving). The vision tower encodes all of a micro-batch's images at once, and their tokens count in the sequence length, as LLaMA-Factory's cutoff_len counts them. 0: text only (the tower's weights are still loaded).",
+    units_images: "images",
+    train_vision: "Train the vision tower",
+    train_vision_tip: "Off by default, as in LLaMA-Factory (freeze_vision_tower: true) and ms-swift (freeze_vit): a frozen tower keeps no activations. On: full fine-tuning trains its weights, LoRA/QLoRA put adapters on its linear layers; it then keeps its activations, gradients and optimizer states. The projector stays frozen.",
+    image_tokens_hint: "{tokens} tokens per image (images up to {side}×{side} pixels), part of the sequence length.",
 };
 
 pub static ZH: Text = Text {
@@ -978,6 +996,12 @@ pub static ZH: Text = Text {
     hub_err_index: "model.safetensors.index.json 无效（{reason}）。",
     hub_err_range: "服务器忽略了对 {file} 的字节范围请求。",
     hub_err_no_weights: "该仓库没有 safetensors 权重（model.safetensors 或其索引）。",
+    images: "每个样本的图像数",
+    images_tip: "每个训练样本（推理时每个提示）中的图像数。视觉编码器一次编码一个微批次的全部图像，图像 token 计入序列长度（与 LLaMA-Factory 的 cutoff_len 一致）。0 表示纯文本（视觉编码器的权重仍会加载）。",
+    units_images: "张",
+    train_vision: "训练视觉编码器",
+    train_vision_tip: "默认关闭，与 LLaMA-Factory（freeze_vision_tower: true）和 ms-swift（freeze_vit）一致：冻结的视觉编码器不保留激活值。开启后：全参微调训练其权重，LoRA/QLoRA 在其线性层上加适配器；它随之保留激活值、梯度和优化器状态。投影层保持冻结。",
+    image_tokens_hint: "每张图像 {tokens} 个 token（图像最大 {side}×{side} 像素），计入序列长度。",
 };
 
 /// A remedy's change in words, with the new value where it helps ("Micro-batch 2, accumulation 8").
@@ -1216,12 +1240,16 @@ pub fn model_warning(lang: Lang, w: crate::model::Warning) -> &'static str {
         (Lang::En, SeqBeyondPositions) => {
             "Longer than the model's learned position table: counted at the model's maximum length, as its tokenizer truncates."
         }
+        (Lang::En, ImagesBeyondSequence) => {
+            "A sample's image tokens do not fit in its sequence (the sequence length includes them): counted with the sequence lengthened to hold them."
+        }
         (Lang::Zh, QloraNeedsQuantizedBase) => "QLoRA 需要量化的基础权重：已按 NF4 计算。",
         (Lang::Zh, ShardingNeedsGpus) => "单卡上的 ZeRO/FSDP 无从切分：增加 GPU 或使用 CPU 卸载。",
         (Lang::Zh, ParamOffloadNeedsZero3) => "参数卸载需要 ZeRO-3。",
         (Lang::Zh, QuantizedFullTraining) => "量化权重不能全参微调：请用 LoRA/QLoRA 或 16 位格式。",
         (Lang::Zh, ZeroSize) => "大小为 0 的输入按 1 计算。",
         (Lang::Zh, SeqBeyondPositions) => "超出模型的可学习位置表长度：按模型最大长度计算（分词器会截断）。",
+        (Lang::Zh, ImagesBeyondSequence) => "每个样本的图像 token 多于序列长度：序列已加长到能容纳全部图像 token（序列长度包含图像 token）。",
     }
 }
 

@@ -65,7 +65,7 @@ pub fn detect(text: &str, base: &Form) -> Result<Detected, String> {
         let understood = match &file {
             ImportedFile::Model(m) => Understood::Model {
                 model_type: m.model_type.clone(),
-                params: m.arch.params().total,
+                params: crate::model::vision::total_params(&m.arch),
             },
             ImportedFile::Adapter(a) => Understood::Adapter {
                 rank: a.lora.rank,

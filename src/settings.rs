@@ -240,6 +240,11 @@ fn lf_lora(f: &Form) -> bool {
     lora_like(f) && f.peft_method == Method::Lora
 }
 
+/// The model has a vision tower (a catalog VLM, or a custom shape with one).
+fn has_vision_tower(f: &Form) -> bool {
+    f.arch().vision.is_some()
+}
+
 fn catalog_model(f: &Form) -> bool {
     f.model != CUSTOM && catalog::model(&f.model).is_some()
 }
@@ -899,6 +904,29 @@ pub static SETTINGS: &[Setting] = &[
             deepspeed: no(NO_DS_MODEL),
         },
     },
+    // Images per sample of a vision-language model (`model::vision`). How many images a sample has is the
+    // dataset's: no training setup states it.
+    number_setting!(
+        "images",
+        images,
+        0,
+        crate::model::limits::MAX_IMAGES,
+        [],
+        nowhere("the images come with the dataset: no setup key says how many a sample has")
+    ),
+    // The vision tower trains. LLaMA-Factory `freeze_vision_tower` (`hparams/finetuning_args.py`, default
+    // true) is its inverse; TRL has no switch for it.
+    flag_setting!("vtower", train_vision, Exports {
+        trl: no(
+            "TRL has no switch for the vision tower: a full fine-tune trains every weight, and where adapters go is `lora_target_modules`' matter",
+        ),
+        llama_factory: when(
+            &["freeze_vision_tower"],
+            has_vision_tower,
+            "only a vision-language model has a tower to freeze",
+        ),
+        deepspeed: no(NO_DS_MODEL),
+    }),
 ];
 
 /// The setting with this link key.

@@ -25,7 +25,8 @@ pub use crate::settings::{enum_from, enum_id};
 use crate::settings::{number, SETTINGS};
 
 /// A custom architecture as `key:value` pairs, e.g. `l:32,h:4096,a:32,k:8,d:128,i:14336,v:128256,t:0,mlp:g`,
-/// plus `moe:E/active/width/shared/dense` and `mla:q_rank/kv_rank/nope/rope/v` when present.
+/// plus `moe:E/active/width/shared/dense` and `mla:q_rank/kv_rank/nope/rope/v` when present, and a hybrid
+/// stack as `hy:` ([`crate::model::Hybrid::link_id`]; links without it decode as plain transformers).
 pub fn arch_id(a: &Architecture) -> String {
     let bias = match a.biases {
         Biases::None => "n",
@@ -66,6 +67,12 @@ pub fn arch_id(a: &Architecture) -> String {
             "mla:{}/{}/{}/{}/{}",
             m.q_lora_rank, m.kv_lora_rank, m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim
         ));
+    }
+    if let Some(v) = &a.vision {
+        parts.push(format!("vit:{}", v.link_id()));
+    }
+    if let Some(hy) = a.stack() {
+        parts.push(format!("hy:{}", hy.link_id()));
     }
     parts.join(",")
 }
@@ -132,6 +139,8 @@ pub fn arch_from(s: &str) -> Option<Architecture> {
                     v_head_dim,
                 };
             }
+            "vit" => a.vision = Some(crate::model::VisionTower::from_link_id(v)?),
+            "hy" => a.hybrid = Some(Box::new(crate::model::Hybrid::from_link_id(v)?)),
             _ => return None,
         }
     }
@@ -300,6 +309,8 @@ mod tests {
             concurrent: 7,
             kv_dtype: crate::model::KvDtype::Fp8,
             hub: String::new(),
+            images: 3,
+            train_vision: true,
         };
         let q = encode(&form);
         assert_eq!(decode(&q), (form, vec![]), "{q}");

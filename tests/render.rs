@@ -69,3 +69,20 @@ async fn warnings_for_what_the_gpu_cannot_do() {
     assert!(html.contains("FlashAttention-2 needs an Ampere"));
     assert!(html.contains("no bf16 support"));
 }
+
+#[tokio::test]
+async fn vision_inputs_appear_only_for_a_model_with_a_vision_tower() {
+    let text = render("", Lang::En).await;
+    assert!(!text.contains("id=\"vision-inputs\""));
+    let vlm = render("model=qwen2.5-vl-7b-instruct&images=2&vtower=1", Lang::En).await;
+    assert!(vlm.contains("id=\"vision-inputs\""), "{vlm}");
+    assert!(vlm.contains("id=\"images\"") && vlm.contains("id=\"vtower\""));
+    // 768² → 756² → 54² patches, 2 × 2 merged: 729 tokens an image.
+    assert!(vlm.contains("729 tokens per image"), "{vlm}");
+    assert!(vlm.contains("Vision tower &amp; images") || vlm.contains("Vision tower & images"));
+    let zh = render("model=gemma-3-4b-it&images=1", Lang::Zh).await;
+    assert!(
+        zh.contains("每个样本的图像数") && zh.contains("每张图像 256 个 token"),
+        "{zh}"
+    );
+}

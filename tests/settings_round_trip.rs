@@ -214,6 +214,8 @@ fn form_from(words: Vec<u32>) -> Form {
         enforce_eager: p.flag(),
         max_num_seqs: p.number("mns"),
         block_size: p.number("block"),
+        images: p.number("images"),
+        train_vision: p.flag(),
     }
 }
 

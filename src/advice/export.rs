@@ -215,6 +215,10 @@ pub fn llama_factory_yaml(form: &Form) -> String {
     if lora_like(form) && !saved_modules(form).is_empty() {
         kv("additional_target", saved_modules(form).join(","));
     }
+    // `freeze_vision_tower` (hparams/finetuning_args.py, default true), for a model that has a tower.
+    if form.arch().vision.is_some() {
+        kv("freeze_vision_tower", (!form.train_vision).to_string());
+    }
     if form.mode == Mode::Freeze {
         kv("freeze_trainable_layers", form.trained_layers.to_string());
     }

@@ -103,6 +103,8 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
         .or_else(|| outer.get("model_type").and_then(Value::as_str))
         .map(str::to_string);
     let mt = model_type.as_deref().unwrap_or("");
+    // Recurrent families that are not modelled are named, not read as transformers (`hybrid.rs`).
+    super::hybrid::refuse(mt)?;
 
     let hidden = r.req(&["hidden_size", "n_embd", "d_model"], "hidden_size")?;
     let layers = r.req(
@@ -214,6 +216,14 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
             | "yi"
             | "granite"
             | "minicpm"
+            // Hybrid stacks: `tie_word_embeddings` defaults to False in Qwen3NextConfig, NemotronHConfig,
+            // GraniteMoeHybridConfig, BambaConfig, JambaConfig and FalconH1Config.
+            | "qwen3_next"
+            | "nemotron_h"
+            | "granitemoehybrid"
+            | "bamba"
+            | "jamba"
+            | "falcon_h1"
     );
     let tied_embeddings = r.bool("tie_word_embeddings").unwrap_or(tied_default);
 
@@ -234,6 +244,9 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
         || r.bool("attention_bias").unwrap_or(false)
         || r.bool("add_qkv_bias").unwrap_or(false)
         || matches!(mt, "qwen2" | "qwen2_moe" | "qwen")
+        // Qwen2-VL / Qwen2.5-VL text models: `q_proj`/`k_proj`/`v_proj` with `bias=True`
+        // (`modeling_qwen2_5_vl.py` `Qwen2_5_VLAttention`).
+        || matches!(mt, "qwen2_vl" | "qwen2_vl_text" | "qwen2_5_vl" | "qwen2_5_vl_text")
     {
         Biases::Qkv
     } else {
@@ -263,8 +276,11 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
         "phi" | "gptj" => 1,
         _ => 2,
     };
-    let qk_norm = matches!(mt, "qwen3" | "qwen3_moe" | "gemma3" | "gemma3_text")
-        || (qk_norm_by_flag(mt) && r.bool("use_qk_norm").unwrap_or(false));
+    // Qwen3-VL's text model has Qwen3's q/k norms (`modeling_qwen3_vl.py` `Qwen3VLTextAttention`).
+    let qk_norm = matches!(
+        mt,
+        "qwen3" | "qwen3_moe" | "gemma3" | "gemma3_text" | "qwen3_vl" | "qwen3_vl_text"
+    ) || (qk_norm_by_flag(mt) && r.bool("use_qk_norm").unwrap_or(false));
 
     // Mixture of experts.
     let experts = r
@@ -325,7 +341,7 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
         _ => default_window_share(mt, obj, layers),
     };
 
-    let arch = Architecture {
+    let mut arch = Architecture {
         layers,
         hidden,
         heads,
@@ -345,7 +361,12 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
         norms_per_layer,
         layer_norm,
         qk_norm,
+        hybrid: None,
+        // A vision-language model's tower (`vision_import.rs`), read from the whole config.
+        vision: super::vision_import::parse_vision(outer, hidden)?,
     };
+    // Hybrid stacks (Mamba / Gated DeltaNet layers): which layers hold what (`hybrid.rs`).
+    super::hybrid::apply(mt, obj, &mut arch)?;
     // The same limits as every other entry point (a shape can pass each field's check and still be
     // impossible, e.g. more KV heads than heads).
     arch.check().map_err(|e| {

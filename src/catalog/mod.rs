@@ -4,10 +4,12 @@
 //! by the same importer users paste into, so the importer is exercised on every entry) and `gpus.json` the
 //! GPU facts. Ids are stable: they appear in share URLs and are never renamed once shipped.
 
+mod hybrid;
 pub mod import;
+pub mod vision_import;
 
 use crate::model::Architecture;
-use serde::Deserialize;
+use serde_json::Value;
 use std::sync::OnceLock;
 
 /// The catalog data. The browser build embeds it without its source notes (`build.rs`); the native build,
@@ -22,7 +24,7 @@ const GPUS_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/gpus.json"));
 const GPUS_JSON: &str = include_str!("gpus.json");
 
 /// A catalog model.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug)]
 pub struct ModelEntry {
     /// Stable, URL-safe id.
     pub id: String,
@@ -39,11 +41,9 @@ pub struct ModelEntry {
     /// Where the reference count comes from.
     pub params_reference_source: Option<String>,
     /// Where the architecture values come from (empty in the browser build, see [`MODELS_JSON`]).
-    #[serde(default)]
     pub source: String,
     /// The config.json values.
     config: serde_json::Value,
-    #[serde(skip)]
     arch: Option<Architecture>,
 }
 
@@ -63,7 +63,7 @@ impl ModelEntry {
 }
 
 /// A catalog GPU.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug)]
 pub struct GpuEntry {
     /// Stable, URL-safe id.
     pub id: String,
@@ -76,7 +76,6 @@ pub struct GpuEntry {
     /// Memory a framework can actually use, GiB.
     pub usable_gib: f64,
     /// Why usable differs from sold (empty in the browser build).
-    #[serde(default)]
     pub usable_note: String,
     /// Memory bandwidth, GB/s (10^9 bytes per second).
     pub memory_bandwidth_gbps: Option<f64>,
@@ -92,7 +91,6 @@ pub struct GpuEntry {
     /// WebGPU `GPUAdapterInfo.architecture` this GPU is likely to report.
     pub webgpu_architecture: Option<String>,
     /// Sources of the numbers (empty in the browser build).
-    #[serde(default)]
     pub source: String,
 }
 
@@ -107,21 +105,101 @@ impl GpuEntry {
 pub fn models() -> &'static [ModelEntry] {
     static MODELS: OnceLock<Vec<ModelEntry>> = OnceLock::new();
     MODELS.get_or_init(|| {
-        let mut entries: Vec<ModelEntry> =
-            serde_json::from_str(MODELS_JSON).expect("models.json is valid");
-        for e in &mut entries {
-            let imported = import::parse_config(&e.config)
-                .unwrap_or_else(|err| panic!("catalog model {}: {err}", e.id));
-            e.arch = Some(imported.arch);
-        }
-        entries
+        entries(MODELS_JSON, "models.json")
+            .map(|mut e| {
+                let config = e.get_mut("config").map(Value::take).unwrap_or_default();
+                let id = text(&e, "id");
+                let imported = import::parse_config(&config)
+                    .unwrap_or_else(|err| panic!("catalog model {id}: {err}"));
+                ModelEntry {
+                    name: text(&e, "name"),
+                    hf_id: text(&e, "hf_id"),
+                    family: text(&e, "family"),
+                    params_published: opt_text(&e, "params_published"),
+                    params_reference: number(&e, "params_reference"),
+                    params_reference_source: opt_text(&e, "params_reference_source"),
+                    source: opt_text(&e, "source").unwrap_or_default(),
+                    config,
+                    arch: Some(imported.arch),
+                    id,
+                }
+            })
+            .collect()
     })
 }
 
 /// Every built-in GPU.
 pub fn gpus() -> &'static [GpuEntry] {
     static GPUS: OnceLock<Vec<GpuEntry>> = OnceLock::new();
-    GPUS.get_or_init(|| serde_json::from_str(GPUS_JSON).expect("gpus.json is valid"))
+    GPUS.get_or_init(|| {
+        entries(GPUS_JSON, "gpus.json")
+            .map(|e| GpuEntry {
+                id: text(&e, "id"),
+                name: text(&e, "name"),
+                vendor: text(&e, "vendor"),
+                segment: text(&e, "segment"),
+                architecture: text(&e, "architecture"),
+                memory_gb_as_sold: number(&e, "memory_gb_as_sold"),
+                usable_gib: number(&e, "usable_gib"),
+                usable_note: opt_text(&e, "usable_note").unwrap_or_default(),
+                memory_bandwidth_gbps: opt_number(&e, "memory_bandwidth_gbps"),
+                bf16_dense_tflops: opt_number(&e, "bf16_dense_tflops"),
+                fp16_dense_tflops: opt_number(&e, "fp16_dense_tflops"),
+                fp8_support: flag(&e, "fp8_support"),
+                bf16_support: flag(&e, "bf16_support"),
+                flash_attention2_support: flag(&e, "flash_attention2_support"),
+                webgpu_vendor: opt_text(&e, "webgpu_vendor"),
+                webgpu_architecture: opt_text(&e, "webgpu_architecture"),
+                source: opt_text(&e, "source").unwrap_or_default(),
+            })
+            .collect()
+    })
+}
+
+// The catalog files are read as JSON values and their fields picked out by name: one small reader for both
+// files rather than a deserializer generated for each entry type, which the browser build would carry. An
+// absent or null field is `None` (or empty text) where the field is optional; a required field that is
+// missing or mistyped is a broken catalog, which the tests below catch.
+
+/// The entries (objects) of a catalog file.
+fn entries(json: &str, file: &str) -> impl Iterator<Item = Value> {
+    match serde_json::from_str(json) {
+        Ok(Value::Array(entries)) => entries.into_iter(),
+        _ => panic!("{file} is not a JSON array"),
+    }
+}
+
+fn field<'a>(entry: &'a Value, key: &str) -> Option<&'a Value> {
+    entry.get(key).filter(|v| !v.is_null())
+}
+
+fn bad(entry: &Value, key: &str) -> ! {
+    panic!(
+        "catalog entry {}: {key} is missing or mistyped",
+        entry["id"]
+    )
+}
+
+fn opt_text(entry: &Value, key: &str) -> Option<String> {
+    field(entry, key).map(|v| v.as_str().unwrap_or_else(|| bad(entry, key)).to_string())
+}
+
+fn text(entry: &Value, key: &str) -> String {
+    opt_text(entry, key).unwrap_or_else(|| bad(entry, key))
+}
+
+fn opt_number(entry: &Value, key: &str) -> Option<f64> {
+    field(entry, key).map(|v| v.as_f64().unwrap_or_else(|| bad(entry, key)))
+}
+
+fn number(entry: &Value, key: &str) -> f64 {
+    opt_number(entry, key).unwrap_or_else(|| bad(entry, key))
+}
+
+fn flag(entry: &Value, key: &str) -> bool {
+    field(entry, key)
+        .and_then(Value::as_bool)
+        .unwrap_or_else(|| bad(entry, key))
 }
 
 /// A model by id.
@@ -257,7 +335,9 @@ mod tests {
             .iter()
             .filter(|m| !EXCEPTIONS.contains(&m.id.as_str()))
         {
-            let computed = m.arch().params().total;
+            // A vision-language model's reference counts the vision tower and projector too.
+            let vision = m.arch().vision.as_ref().map_or(0.0, |v| v.params().total());
+            let computed = m.arch().params().total + vision;
             let err = (computed - m.params_reference).abs() / m.params_reference;
             assert!(
                 err < 0.01,
@@ -379,6 +459,23 @@ mod tests {
         }
         assert!(models().len() >= 125);
         assert!(gpus().len() >= 59);
+    }
+
+    // Natively only: the refusals are panics, caught where panics unwind.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn the_reader_takes_absent_and_null_optional_fields_alike_and_refuses_a_broken_entry() {
+        let entry: Value = serde_json::from_str(
+            r#"{"id":"x","name":"X","bf16_dense_tflops":null,"webgpu_vendor":"nvidia","source":null}"#,
+        )
+        .unwrap();
+        assert_eq!(opt_number(&entry, "bf16_dense_tflops"), None);
+        assert_eq!(opt_number(&entry, "fp16_dense_tflops"), None);
+        assert_eq!(opt_text(&entry, "webgpu_vendor").as_deref(), Some("nvidia"));
+        assert_eq!(opt_text(&entry, "source").unwrap_or_default(), "");
+        assert_eq!(text(&entry, "name"), "X");
+        assert!(std::panic::catch_unwind(|| number(&entry, "usable_gib")).is_err());
+        assert!(std::panic::catch_unwind(|| flag(&entry, "name")).is_err());
     }
 
     #[test]

@@ -489,6 +489,9 @@ fn apply(f: &mut Form, key: &str, v: &str, pending: &mut Pending) -> bool {
         "packing" | "neat_packing" | "sample_packing" | "pad_to_max_length" => {
             f.variable_lengths = !truthy(v)
         }
+        // LLaMA-Factory `freeze_vision_tower` (`hparams/finetuning_args.py`) and ms-swift `freeze_vit`, both
+        // true by default: the vision tower trains when they are false.
+        "freeze_vision_tower" | "freeze_vit" => f.train_vision = !truthy(v),
         "disable_gradient_checkpointing" => {
             if truthy(v) {
                 f.checkpointing = Checkpointing::Off

@@ -82,8 +82,23 @@ impl LayerBytes {
 /// - gated MLP: the gate output (saved by the activation), the activation and up outputs (saved by their
 ///   product), and the product when `down` trains (ab·i each); plain MLP: the pre-activation and the
 ///   activation output when `down` needs it;
-/// - MoE: the MLP part once per active expert, plus shared experts.
+/// - MoE: the MLP part once per active expert, plus shared experts;
+/// - hybrid stacks: the average over the layers, each block weighted by the share of layers holding it, the
+///   recurrent mixer's bytes from [`super::recurrent::Hybrid::saved_bytes_per_token`]
+///   ([`super::recurrent::LayerKinds::average`]).
 pub fn layer_bytes_per_token(arch: &Architecture, job: &Job) -> LayerBytes {
+    layer_kinds_per_token(arch, job).average(arch)
+}
+
+/// Bytes per token of the largest single decoder layer (the one a checkpointed backward recomputes at its
+/// peak): [`layer_bytes_per_token`] for a plain transformer; in a hybrid stack the layer kind that keeps the
+/// most ([`super::recurrent::LayerKinds::largest`]).
+pub fn largest_layer_bytes_per_token(arch: &Architecture, job: &Job) -> LayerBytes {
+    layer_kinds_per_token(arch, job).largest(arch)
+}
+
+/// [`layer_bytes_per_token`]'s terms by block: norms, attention, MLP and the recurrent mixer.
+fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::LayerKinds {
     let ab = act_bytes(job);
     let amp = autocast_over_fp32(job);
     let rb = residual_bytes(job);
@@ -187,14 +202,29 @@ pub fn layer_bytes_per_token(arch: &Architecture, job: &Job) -> LayerBytes {
     };
 
     // DoRA recomputes the weight norm and scales the output: about one more output copy per module.
-    let dora = if lora && job.lora.dora {
-        ab * (q + 2.0 * kv + 3.0 * h)
+    let (dora_attn, dora_mlp) = if lora && job.lora.dora {
+        (ab * (q + 2.0 * kv), ab * 3.0 * h)
     } else {
-        0.0
+        (0.0, 0.0)
     };
-    LayerBytes {
-        replicated: norms + attn_in + mlp_in,
-        split: attn_heads + mlp_inner + dora,
+    let recurrent = match arch.stack() {
+        Some(hy) => hy.saved_bytes_per_token(h, ab, trained),
+        None => LayerBytes::default(),
+    };
+    super::recurrent::LayerKinds {
+        common: LayerBytes {
+            replicated: norms,
+            split: 0.0,
+        },
+        attention: LayerBytes {
+            replicated: attn_in,
+            split: attn_heads + dora_attn,
+        },
+        mlp: LayerBytes {
+            replicated: mlp_in,
+            split: mlp_inner + dora_mlp,
+        },
+        recurrent,
     }
 }
 
@@ -265,7 +295,9 @@ pub fn final_norm_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
 /// Bytes per token of one decoder layer's backward working set beyond what it saved: the incoming gradient of
 /// the layer output (rb·h) and, in the MLP, the gradients of the product, the activation and the up output
 /// alive together (3·ab·i; per active expert for MoE). The residual gradient is whole on every
-/// tensor-parallel rank, the MLP's is split.
+/// tensor-parallel rank, the MLP's is split. In a hybrid stack the larger of the MLP's and the recurrent
+/// mixer's working set ([`super::recurrent::Hybrid::backward_bytes_per_token`]): a layer's blocks run their
+/// backward one after the other.
 pub fn layer_backward_bytes_per_token(arch: &Architecture, job: &Job) -> LayerBytes {
     let ab = act_bytes(job);
     let rb = residual_bytes(job);
@@ -276,17 +308,27 @@ pub fn layer_backward_bytes_per_token(arch: &Architecture, job: &Job) -> LayerBy
         }
         None => f64::from(arch.intermediate),
     };
+    let (_, mlp_share, _) = super::recurrent::layer_shares(arch);
+    let mlp = if mlp_share > 0.0 { 3.0 * ab * i } else { 0.0 };
+    let mixer = arch
+        .stack()
+        .filter(|hy| hy.recurrent_layers > 0)
+        .map_or(0.0, |hy| hy.backward_bytes_per_token(ab));
     LayerBytes {
         replicated: 2.0 * rb * f64::from(arch.hidden),
-        split: 3.0 * ab * i,
+        split: mlp.max(mixer),
     }
 }
 
 /// Eager attention keeps, per token and layer, the fp32 softmax output and its 16-bit copy (HF
-/// `eager_attention_forward`: `softmax(..., dtype=float32).to(query.dtype)`): `(4 + ab) · heads · s` bytes.
+/// `eager_attention_forward`: `softmax(..., dtype=float32).to(query.dtype)`): `(4 + ab) · heads · s` bytes,
+/// averaged over a hybrid stack's layers (only its attention layers have scores).
 pub fn eager_scores_per_token(arch: &Architecture, job: &Job, seq: f64) -> f64 {
     if job.attention == AttentionImpl::Eager {
-        (4.0 + act_bytes(job)) * f64::from(arch.heads) * seq
+        (4.0 + act_bytes(job))
+            * f64::from(arch.heads)
+            * seq
+            * super::recurrent::layer_shares(arch).0
     } else {
         0.0
     }

@@ -113,6 +113,16 @@ pub struct Architecture {
     pub layer_norm: bool,
     /// Per-head RMSNorm on queries and keys (Qwen3, Gemma 3: `q_norm`/`k_norm` of `head_dim`).
     pub qk_norm: bool,
+    /// A hybrid stack: which layers hold attention, an MLP and a recurrent mixer (Mamba, Gated DeltaNet), and
+    /// the mixer's shape ([`super::recurrent`]); `None` when every layer is attention + MLP. Absent from old
+    /// links and JSON, which decode as `None`. Boxed: most shapes have none ([`Architecture::stack`] reads it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hybrid: Option<Box<super::recurrent::Hybrid>>,
+    /// A vision-language model's vision tower and projector (`vision_config`, [`super::vision`]); `None` for
+    /// a text model. Not counted in [`Architecture::params`], which is the language model's. Absent from old
+    /// links and JSON, which decode as `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vision: Option<super::vision::VisionTower>,
 }
 
 impl Default for Architecture {
@@ -138,6 +148,8 @@ impl Default for Architecture {
             norms_per_layer: 2,
             layer_norm: false,
             qk_norm: false,
+            hybrid: None,
+            vision: None,
         }
     }
 }
@@ -165,11 +177,16 @@ pub struct ParamCounts {
 }
 
 impl Architecture {
+    /// The hybrid stack, if any (a copy of [`Architecture::hybrid`]).
+    pub fn stack(&self) -> Option<super::recurrent::Hybrid> {
+        self.hybrid.as_deref().copied()
+    }
+
     /// How many matrices one entry of [`Architecture::linear_modules`] stands for: every routed expert plus
     /// the shared one for an MoE layer's gate/up/down (their `d_in` there is summed over the copies), else 1.
     pub fn expert_copies(&self, m: crate::model::job::Module) -> f64 {
         use crate::model::job::Module;
-        match (self.moe, m) {
+        let copies = match (self.moe, m) {
             (Some(moe), Module::Gate | Module::Up | Module::Down) => {
                 f64::from(moe.experts)
                     + if moe.shared_intermediate > 0 {
@@ -179,6 +196,20 @@ impl Architecture {
                     }
             }
             _ => 1.0,
+        };
+        copies * self.module_share(m)
+    }
+
+    /// Share of the layers that hold module `m`: 1 for a plain transformer; in a hybrid stack the attention
+    /// modules sit in `attention_layers` and the MLP modules in `mlp_layers` of the layers
+    /// ([`super::recurrent::layer_shares`]). Per-layer module widths ([`Architecture::linear_modules`]) and
+    /// copies ([`Architecture::expert_copies`]) carry this factor, so counts `× layers` come out right.
+    pub fn module_share(&self, m: crate::model::job::Module) -> f64 {
+        use crate::model::job::Module;
+        let (attention, mlp, _) = super::recurrent::layer_shares(self);
+        match m {
+            Module::Gate | Module::Up | Module::Down => mlp,
+            Module::Q | Module::K | Module::V | Module::O => attention,
         }
     }
 
@@ -209,8 +240,15 @@ impl Architecture {
             AttentionKind::Standard => {
                 let q = self.q_width();
                 let kv = self.kv_width();
-                let total = h * q + 2.0 * h * kv + q * h;
-                (total, h * q.max(kv))
+                // Qwen3-Next's gated attention: `q_proj` is `h × 2·heads·head_dim`, queries and the sigmoid
+                // output gate (`Qwen3NextAttention`).
+                let q_out = if self.stack().is_some_and(|hy| hy.gated_attention) {
+                    2.0 * q
+                } else {
+                    q
+                };
+                let total = h * q_out + 2.0 * h * kv + q * h;
+                (total, h * q_out.max(kv))
             }
             AttentionKind::Mla => {
                 let m = self.mla;
@@ -281,28 +319,53 @@ impl Architecture {
 
         let (attn, largest_attn) = self.attention_linear();
         let norm_params = if self.layer_norm { 2.0 * h } else { h };
+        // A hybrid stack holds attention and MLP blocks in some layers only, and its recurrent mixer in
+        // others (`recurrent::Hybrid`); `norms_per_layer` counts every layer's own norms.
+        let (attn_share, _, _) = super::recurrent::layer_shares(self);
+        let attn_layers = attn_share * layers;
+        let mlp_layers = match self.stack() {
+            Some(hy) => f64::from(hy.mlp_layers.min(self.layers)),
+            None => layers,
+        };
+        let (mixer, mixer_layers) = match self.stack() {
+            Some(hy) => (
+                hy.mixer_params(h),
+                f64::from(hy.recurrent_layers.min(self.layers)),
+            ),
+            None => (super::recurrent::MixerParams::default(), 0.0),
+        };
         let per_layer_small =
-            self.attention_extras() + f64::from(self.norms_per_layer) * norm_params;
+            self.attention_extras() * attn_share + f64::from(self.norms_per_layer) * norm_params;
 
         let (mlp_linear_all, mlp_active_all, mlp_small_all, largest_mlp) = match self.moe {
             None => {
                 let l = self.mlp_linear(self.intermediate);
                 (
-                    l * layers,
-                    l * layers,
-                    self.mlp_bias(self.intermediate) * layers,
-                    h * f64::from(self.intermediate),
+                    l * mlp_layers,
+                    l * mlp_layers,
+                    self.mlp_bias(self.intermediate) * mlp_layers,
+                    if mlp_layers > 0.0 {
+                        h * f64::from(self.intermediate)
+                    } else {
+                        0.0
+                    },
                 )
             }
             Some(moe) => {
-                let dense = f64::from(moe.dense_layers.min(self.layers));
-                let sparse = layers - dense;
+                let dense = f64::from(moe.dense_layers.min(self.layers)).min(mlp_layers);
+                let sparse = mlp_layers - dense;
                 let expert = self.mlp_linear(moe.expert_intermediate);
                 let shared = self.mlp_linear(moe.shared_intermediate);
                 let dense_mlp = self.mlp_linear(self.intermediate);
                 let router = h * f64::from(moe.experts);
                 // Qwen2-MoE gates its shared expert with a 1-wide linear (shared_expert_gate).
                 let shared_gate = if moe.shared_intermediate > 0 { h } else { 0.0 };
+                // Hybrid stacks say whether they have it (`recurrent::Hybrid::shared_expert_gate`): Qwen3-Next
+                // gates its shared expert, Granite-4.0-H and Nemotron-H do not.
+                let shared_gate = match self.stack() {
+                    Some(hy) if !hy.shared_expert_gate => 0.0,
+                    _ => shared_gate,
+                };
                 let linear =
                     dense * dense_mlp + sparse * (f64::from(moe.experts) * expert + shared);
                 let active = dense * dense_mlp
@@ -319,12 +382,16 @@ impl Architecture {
             }
         };
 
-        let linear = attn * layers + mlp_linear_all;
-        let small = per_layer_small * layers + mlp_small_all + norm_params;
+        let mixer_linear = mixer.linear * mixer_layers;
+        let mixer_small = mixer.small * mixer_layers;
+        let linear = attn * attn_layers + mlp_linear_all + mixer_linear;
+        let small = per_layer_small * layers + mlp_small_all + mixer_small + norm_params;
         let non_linear = embedding + lm_head + small;
         let total = linear + non_linear;
-        let active = attn * layers + mlp_active_all + non_linear;
-        let largest_linear = largest_attn.max(largest_mlp);
+        let active = attn * attn_layers + mlp_active_all + mixer_linear + non_linear;
+        let largest_linear = if attn_layers > 0.0 { largest_attn } else { 0.0 }
+            .max(largest_mlp)
+            .max(mixer.largest);
         ParamCounts {
             total,
             linear,
@@ -332,7 +399,7 @@ impl Architecture {
             embedding,
             lm_head,
             per_layer: if layers > 0.0 {
-                (linear + per_layer_small * layers + mlp_small_all) / layers
+                (linear + per_layer_small * layers + mlp_small_all + mixer_small) / layers
             } else {
                 0.0
             },
@@ -369,14 +436,22 @@ impl Architecture {
         } else {
             0.0
         };
+        // Hybrid stacks: the widths are averages over the layers, each module weighted by the share of layers
+        // that hold it (`module_share`, the same factor `expert_copies` carries).
+        let (a, m, _) = super::recurrent::layer_shares(self);
+        let q_out = if self.stack().is_some_and(|hy| hy.gated_attention) {
+            2.0 * q
+        } else {
+            q
+        };
         [
-            (Module::Q, h, q),
-            (Module::K, h, kv),
-            (Module::V, h, kv),
-            (Module::O, o_in, h),
-            (Module::Gate, h * gate, i),
-            (Module::Up, h * copies, i),
-            (Module::Down, i * copies, h),
+            (Module::Q, h * a, q_out),
+            (Module::K, h * a, kv),
+            (Module::V, h * a, kv),
+            (Module::O, o_in * a, h),
+            (Module::Gate, h * gate * m, i),
+            (Module::Up, h * copies * m, i),
+            (Module::Down, i * copies * m, h),
         ]
     }
 }

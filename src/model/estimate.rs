@@ -2,7 +2,8 @@
 
 use super::activations::{
     act_bytes, adapter_bytes_per_layer, eager_scores_per_token, final_norm_bytes_per_token,
-    layer_backward_bytes_per_token, layer_bytes_per_token, loss_bytes_per_logit, residual_bytes,
+    largest_layer_bytes_per_token, layer_backward_bytes_per_token, layer_bytes_per_token,
+    loss_bytes_per_logit, residual_bytes,
 };
 use super::arch::{AttentionKind, ParamCounts};
 use super::band::{band, Band};
@@ -39,6 +40,9 @@ pub enum Component {
     Logits,
     /// Inference key/value cache.
     KvCache,
+    /// Fixed-size state of a hybrid model's recurrent layers (Mamba, Gated DeltaNet): per sequence, a
+    /// convolution window and the SSM state, in place of a KV cache (`recurrent::Hybrid`).
+    RecurrentState,
     /// Short-lived buffers: optimizer-step temporaries, ZeRO-3 gathers, 4-bit dequantization, prefill.
     Temporary,
     /// CUDA context, cuBLAS/cuDNN workspaces and kernels: seen by nvidia-smi, not by PyTorch.
@@ -52,6 +56,9 @@ pub enum Component {
     ValueModel,
     /// PPO's frozen reward model: a model of its own, or a reward adapter on the policy's backbone with PEFT.
     RewardModel,
+    /// A vision-language model's vision tower and projector (`vision::bytes`): their weights, the batch's
+    /// pixels, and what the tower keeps while it runs or trains (activations, gradients, optimizer states).
+    VisionTower,
     /// Memory PyTorch's caching allocator holds but no tensor uses (fragmentation, cached blocks).
     AllocatorReserve,
     /// Cached blocks left by tensors of other shapes (variable-length batches, a growing KV cache). A roomy
@@ -63,7 +70,7 @@ pub enum Component {
 
 impl Component {
     /// Every component, in display order (bottom of the stacked bar first).
-    pub const ALL: [Component; 14] = [
+    pub const ALL: [Component; 15] = [
         Component::WeightsQuantized,
         Component::Weights,
         Component::Adapters,
@@ -74,6 +81,7 @@ impl Component {
         Component::AttentionScores,
         Component::Logits,
         Component::KvCache,
+        Component::RecurrentState,
         Component::Temporary,
         Component::AllocatorReserve,
         Component::AllocatorCache,
@@ -95,6 +103,8 @@ pub enum Phase {
     Prefill,
     /// Decoding with a full KV cache: an RL job's rollout (GRPO, PPO) before its training pass.
     Generation,
+    /// A vision-language model's vision tower encoding the batch's images, before the language model runs.
+    VisionEncoder,
 }
 
 /// One named part of host RAM.
@@ -133,6 +143,8 @@ pub enum Warning {
     ZeroSize,
     /// The sequence is longer than the model's learned position table; it was cut to that length.
     SeqBeyondPositions,
+    /// A sample's image tokens do not fit in its sequence; the sequence was lengthened to hold them.
+    ImagesBeyondSequence,
 }
 
 /// An amount of one component.
@@ -168,8 +180,11 @@ pub struct Estimate {
     pub host_total: f64,
     /// Parameter counts of the model.
     pub params: ParamCounts,
-    /// Trainable parameters.
+    /// Trainable parameters (the vision tower's included).
     pub trainable_params: f64,
+    /// Parameters of the vision tower and projector (0 for a text model; not in `params`).
+    #[serde(default)]
+    pub vision_params: f64,
     /// Problems with the job as given.
     pub warnings: Vec<Warning>,
 }
@@ -567,6 +582,10 @@ pub fn estimate(job: &Job) -> Estimate {
         };
         let per_layer = layer_bytes_per_token(arch, &job).per_rank(tp) * tokens
             + adapter_bytes_per_layer(&job, arch) / tp;
+        // The layer a checkpointed backward recomputes: the largest kind of a hybrid stack (the average
+        // layer otherwise).
+        let largest_layer = largest_layer_bytes_per_token(arch, &job).per_rank(tp) * tokens
+            + adapter_bytes_per_layer(&job, arch) / tp;
         let scores_layer = eager_scores_per_token(arch, &job, seq) * tokens / tp;
         // Layers that keep activations: all, except below the first trained layer in freeze mode.
         let total_layers = f64::from(arch.layers);
@@ -595,13 +614,13 @@ pub fn estimate(job: &Job) -> Estimate {
             Checkpointing::Layer => (
                 kept_layers * layer_input,
                 0.0,
-                recomputed_layers * per_layer,
+                recomputed_layers * largest_layer,
                 recomputed_layers * scores_layer,
             ),
             Checkpointing::Offload => (
                 2.0 * layer_input * recomputed_layers,
                 0.0,
-                recomputed_layers * per_layer,
+                recomputed_layers * largest_layer,
                 recomputed_layers * scores_layer,
             ),
         };
@@ -684,6 +703,7 @@ pub fn estimate(job: &Job) -> Estimate {
 
     // ---- inference ----------------------------------------------------------------------------------
     let mut kv_cache = 0.0;
+    let mut recurrent_state = 0.0;
     let mut prefill = 0.0;
     // `model.generate` runs in an inference job, and in an RL job's rollout when no colocated vLLM engine
     // generates (`preference::hf_generate`): the same cache and prefill either way.
@@ -708,13 +728,25 @@ pub fn estimate(job: &Job) -> Estimate {
         } else {
             total
         };
-        kv_cache =
-            f64::from(arch.layers) * per_token_layer * cached * batch * gen.kv_bytes * layer_share
-                / if job.parallelism == Parallelism::Tensor {
-                    n
-                } else {
-                    1.0
-                };
+        // A hybrid stack caches keys and values in its attention layers only.
+        let attention_layers = super::recurrent::layer_shares(arch).0 * f64::from(arch.layers);
+        let tp_split = if job.parallelism == Parallelism::Tensor {
+            n
+        } else {
+            1.0
+        };
+        kv_cache = attention_layers * per_token_layer * cached * batch * gen.kv_bytes * layer_share
+            / tp_split;
+        // Its recurrent layers hold a fixed state per sequence instead, whatever the length: the conv window
+        // and the SSM state of every recurrent layer (`recurrent::Hybrid::state_bytes_per_sequence`), in the
+        // model dtype (transformers' cache keeps the states it is given; the fp8 KV option does not apply).
+        if let Some(hy) = arch.stack() {
+            recurrent_state = f64::from(hy.recurrent_layers.min(arch.layers))
+                * hy.state_bytes_per_sequence(ab)
+                * batch
+                * layer_share
+                / tp_split;
+        }
         // Prefill working set of one layer over the prompt: the residual, q/k/v/output and, in the MLP, the
         // activation, up projection and their product alive together (3·i: without autograd the gate output
         // is freed as soon as the activation consumes it, HF `LlamaMLP.forward`); eager attention adds the
@@ -740,7 +772,12 @@ pub fn estimate(job: &Job) -> Estimate {
             1.0
         };
         let last_logits = batch * positions * f64::from(arch.vocab) * (2.0 + 4.0);
-        prefill = (attn_work + scores_work).max(mlp_work) + last_logits;
+        // A recurrent layer's prefill working set (`recurrent::Hybrid::prefill_bytes_per_token`).
+        let mixer_work = arch
+            .stack()
+            .filter(|hy| hy.recurrent_layers > 0)
+            .map_or(0.0, |hy| hy.prefill_bytes_per_token(h, ab) * t);
+        prefill = (attn_work + scores_work).max(mlp_work).max(mixer_work) + last_logits;
         // Weights require grad by default, so autocast keeps every 16-bit cast for the whole region. (An RL
         // rollout generates outside the training step's autocast region.)
         if autocast_fp32 && !job.is_training() {
@@ -844,7 +881,44 @@ pub fn estimate(job: &Job) -> Estimate {
     } else {
         0.0
     };
-    let rollout_live = kv_cache + prefill + gathered + kept_scores + engine;
+    let rollout_live = kv_cache + recurrent_state + prefill + gathered + kept_scores + engine;
+    // ---- vision tower (`vision::bytes`): its parameters at the rates of the language model's --------
+    let vision = super::vision::bytes(
+        &job,
+        &super::vision::Rates {
+            working,
+            bnb: super::vision::bnb_quantized(job.weights).then(|| {
+                let other = if job.upcast_non_quantized && job.is_training() {
+                    4.0
+                } else {
+                    2.0
+                };
+                (job.weights.linear_bytes(), other)
+            }),
+            weight_share: match job.parallelism {
+                _ if param_offloaded => 0.0,
+                Parallelism::Tensor => 1.0 / n,
+                Parallelism::Pipeline => 1.0,
+                _ => shard(3),
+            },
+            grad: if full_tuning::fused_update(&job) {
+                0.0
+            } else {
+                grad_bytes(&job)
+            },
+            grad_share: shard(2),
+            base_state: base_opt_b,
+            adapter_state: opt_b,
+            master: if job.precision == Precision::Mixed && working < 4.0 {
+                4.0
+            } else {
+                0.0
+            },
+            state_share: if optimizer_offloaded { 0.0 } else { shard(1) },
+            paged,
+            step_temp: step_temp > 0.0 && job.optimizer != Optimizer::Galore,
+        },
+    );
     let static_bytes = weights_q
         + weights_plain
         + adapters
@@ -852,7 +926,8 @@ pub fn estimate(job: &Job) -> Estimate {
         + states_alloc
         + reference
         + value_static
-        + reward;
+        + reward
+        + vision.resident;
     let backward_live = activations
         + scores
         + logits
@@ -893,10 +968,54 @@ pub fn estimate(job: &Job) -> Estimate {
             (Phase::OptimizerStep, step_live, 0.0),
         ]
     } else {
-        vec![(Phase::Prefill, prefill + kv_cache, prefill)]
+        vec![(
+            Phase::Prefill,
+            prefill + kv_cache + recurrent_state,
+            prefill,
+        )]
     };
     if rollout {
         candidates.push((Phase::Generation, rollout_live, prefill + kept_scores));
+    }
+    // The vision tower in each phase, `(alive, short-lived)`: in training the batch's pixels and what the
+    // tower saved live through the language model's forward and backward, its own backward comes last (every
+    // other gradient stored; beside a tied embedding's gradient sum, counted together), its gradients are
+    // alive where the language model's are; in inference the pixels stay for the whole `generate`. Its forward is a phase of its own, before the language model runs:
+    // beside it only the static memory and the gradients accumulation keeps.
+    let vision_in = |phase: Phase| -> (f64, f64) {
+        let kept = |g: f64| if grads_persist { g } else { 0.0 };
+        match phase {
+            Phase::Backward => (
+                vision.pixels + vision.saved + kept(vision.grads),
+                vision.saved,
+            ),
+            Phase::EndOfBackward => (
+                vision.pixels + vision.saved + vision.backward_tail + vision.grads,
+                vision.backward_tail,
+            ),
+            // The Trainer's loop still holds the last micro-batch (`inputs`) while it steps.
+            Phase::OptimizerStep => (vision.pixels + vision.grads + vision.step_temp, 0.0),
+            Phase::VisionEncoder => (
+                vision.pixels + vision.forward + kept(vision.grads),
+                vision.forward,
+            ),
+            Phase::Prefill if !job.is_training() => (vision.pixels, 0.0),
+            Phase::Prefill | Phase::Generation => (0.0, 0.0),
+        }
+    };
+    for c in candidates.iter_mut() {
+        let (alive, short) = vision_in(c.0);
+        c.1 += alive;
+        c.2 += short;
+    }
+    if vision.forward > 0.0 {
+        let (alive, short) = vision_in(Phase::VisionEncoder);
+        let beside = if job.is_training() && grads_persist {
+            grads + value_grads
+        } else {
+            0.0
+        } + engine_training;
+        candidates.push((Phase::VisionEncoder, alive + beside, short));
     }
     // Blocks cached for other shapes: the variable-length excess over the fixed-shape share.
     let other_shapes = |transient: f64| {
@@ -956,7 +1075,7 @@ pub fn estimate(job: &Job) -> Estimate {
     let cache =
         cache_of(phase, transient) + (peak_reserved - reserved_of(phase, live, transient)).max(0.0);
     let context = CUDA_CONTEXT_GIB * GIB;
-    let device_total = peak_reserved + context + states_paged + value_paged;
+    let device_total = peak_reserved + context + states_paged + value_paged + vision.paged;
 
     let mut gpu = vec![
         Part {
@@ -1026,10 +1145,22 @@ pub fn estimate(job: &Job) -> Estimate {
                 },
             },
         ]),
+        Phase::VisionEncoder => {
+            if grads_persist && job.is_training() {
+                gpu.push(Part {
+                    component: Component::Gradients,
+                    bytes: grads,
+                });
+            }
+        }
         Phase::Prefill | Phase::Generation => gpu.extend([
             Part {
                 component: Component::KvCache,
                 bytes: kv_cache,
+            },
+            Part {
+                component: Component::RecurrentState,
+                bytes: recurrent_state,
             },
             Part {
                 component: Component::Temporary,
@@ -1074,12 +1205,17 @@ pub fn estimate(job: &Job) -> Estimate {
                 Phase::Backward => value_acts,
                 Phase::EndOfBackward => value_grads,
                 Phase::OptimizerStep => value_grads + value_step,
-                Phase::Prefill | Phase::Generation => 0.0,
+                Phase::VisionEncoder if grads_persist => value_grads,
+                Phase::Prefill | Phase::Generation | Phase::VisionEncoder => 0.0,
             },
     });
     gpu.push(Part {
         component: Component::RewardModel,
         bytes: reward,
+    });
+    gpu.push(Part {
+        component: Component::VisionTower,
+        bytes: vision.resident + vision.paged + vision_in(phase).0,
     });
     gpu.retain(|part| part.bytes > 0.0);
 
@@ -1091,7 +1227,7 @@ pub fn estimate(job: &Job) -> Estimate {
     }];
     // from_pretrained memory-maps safetensors shards and copies them to the GPU one at a time: about one
     // 5 GB shard per process (transformers `max_shard_size` default "5GB").
-    let sixteen_bit = p.total * 2.0;
+    let sixteen_bit = (p.total + vision.params) * 2.0;
     host.push(Part {
         component: HostComponent::WeightLoading,
         bytes: sixteen_bit.min(5e9) * ranks,
@@ -1100,7 +1236,7 @@ pub fn estimate(job: &Job) -> Estimate {
         // ZeRO-Offload: fp32 master weights, Adam states (and fp32 gradients) on the CPU, pinned
         // (Ren et al. 2021, ZeRO-Offload; DeepSpeed `estimate_zero3_model_states_mem_needs`: 18 B/param with
         // optimizer offload). NVMe keeps them on disk behind pinned staging buffers.
-        let offloaded = trainable_params * (opt_b + 4.0 + 4.0) + master;
+        let offloaded = (trainable_params + vision.trainable) * (opt_b + 4.0 + 4.0) + master;
         let bytes = match job.offload_device {
             OffloadDevice::Cpu => offloaded,
             OffloadDevice::Nvme => offloaded.min(4.0 * GIB),
@@ -1151,7 +1287,8 @@ pub fn estimate(job: &Job) -> Estimate {
         host,
         host_total,
         params: p,
-        trainable_params,
+        trainable_params: trainable_params + vision.trainable,
+        vision_params: vision.params,
         warnings,
     }
 }

@@ -366,6 +366,8 @@ impl From<Version> for String {
 ///   `use_gqa_in_sdpa`);
 /// - PyTorch ≤ 2.1 FSDP1 leaves frozen weights of a shared `FlatParameter` unsharded after backward
 ///   (see [`FrozenSharding::SharedFlatNoReshard`]).
+/// - transformers ≥ 5.0 makes a frozen vision tower record its forward under PEFT with gradient
+///   checkpointing (`enable_input_require_grads` hooks every sub-model, see [`super::vision::input_grads`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Versions {
@@ -448,6 +450,8 @@ pub struct Job {
     pub reference: super::preference::Reference,
     /// GRPO's generation settings (the completion length is PPO's too).
     pub grpo: super::preference::Grpo,
+    /// Images per sample and whether the vision tower trains (a model with a tower, `arch.vision`).
+    pub vision: super::vision::VisionSettings,
 }
 
 impl Default for Job {
@@ -483,6 +487,7 @@ impl Default for Job {
             objective: super::preference::Objective::Sft,
             reference: super::preference::Reference::Copy,
             grpo: super::preference::Grpo::default(),
+            vision: super::vision::VisionSettings::default(),
         }
     }
 }

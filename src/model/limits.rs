@@ -26,6 +26,8 @@ pub const MAX_GPUS: u32 = 4096;
 pub const MAX_RANK: u32 = 65_536;
 /// Upper bound of a dataset held in host RAM, GiB (1 PiB).
 pub const MAX_DATASET_GIB: f64 = 1_048_576.0;
+/// Upper bound of images per sample.
+pub const MAX_IMAGES: u32 = 4096;
 /// Upper bound of a GPU's or machine's memory typed in, GiB.
 pub const MAX_MEMORY_GIB: u32 = 1 << 20;
 
@@ -82,6 +84,12 @@ impl Architecture {
             )?;
             in_range("moe.dense_layers", moe.dense_layers, 0, self.layers)?;
         }
+        if let Some(v) = &self.vision {
+            v.check()?;
+        }
+        if let Some(hy) = self.stack() {
+            hy.check(self.layers)?;
+        }
         Ok(())
     }
 }
@@ -114,6 +122,8 @@ impl Job {
             MAX_TOKENS,
         )?;
         in_range("inference.batch", self.inference.batch, 1, MAX_BATCH)?;
+        in_range("vision.images", self.vision.images, 0, MAX_IMAGES)?;
+        in_range("vision.max_pixels", self.vision.max_pixels, 1, MAX_TOKENS)?;
         in_range("grpo.generations", self.grpo.generations, 1, MAX_BATCH)?;
         in_range(
             "grpo.completion_tokens",

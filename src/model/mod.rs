@@ -12,8 +12,10 @@ pub mod limits;
 pub mod normalize;
 pub mod peft;
 pub mod preference;
+pub mod recurrent;
 pub mod serve;
 pub mod stack;
+pub mod vision;
 pub mod weights;
 
 pub use arch::{Architecture, AttentionKind, Biases, Mla, MlpKind, Moe, ParamCounts};
@@ -27,8 +29,10 @@ pub use job::{
     Module, Offload, OffloadDevice, Optimizer, Parallelism, Precision, Version, Versions,
     WeightFormat,
 };
+pub use recurrent::{Hybrid, Mixer};
 pub use serve::{
     fewest_gpus, max_model_len_for_users, plan as serve_plan, Engine, KvLayout, ModelDtype,
     ServeKvDtype, ServePlan, ServeRequest,
 };
 pub use stack::Stack;
+pub use vision::{VisionFamily, VisionSettings, VisionTower};

@@ -36,6 +36,21 @@ pub fn normalize(job: &Job) -> (Job, Vec<Warning>) {
     if job.micro_batch == 0 || job.seq_len == 0 || job.gpus == 0 {
         warnings.push(Warning::ZeroSize);
     }
+    // A sample's image tokens are part of its sequence (`vision`: `seq_len` counts them, as LLaMA-Factory's
+    // `cutoff_len` does). A sequence too short for them does not run as given (cutting into an image's tokens
+    // leaves features without their placeholders), so it is lengthened to hold them.
+    let image_tokens = super::vision::llm_image_tokens(&job)
+        .ceil()
+        .min(f64::from(super::limits::MAX_TOKENS)) as u32;
+    let sequence = if job.is_training() {
+        &mut job.seq_len
+    } else {
+        &mut job.inference.prompt_tokens
+    };
+    if *sequence < image_tokens {
+        warnings.push(Warning::ImagesBeyondSequence);
+        *sequence = image_tokens;
+    }
     let sharded = matches!(
         job.parallelism,
         Parallelism::Zero1 | Parallelism::Zero2 | Parallelism::Zero3

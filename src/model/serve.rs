@@ -14,7 +14,10 @@
 //!   attention, MoE workspace) and checked against the logs (`tests/serve.rs`);
 //! - non-torch memory and the CUDA-graph pool: constants and a per-layer rule read off real startup logs;
 //! - KV bytes per token per layer, pages, blocks, hybrid (sliding-window + full) groups, the printed token
-//!   count, the concurrency and the startup check: vLLM's own formulas.
+//!   count, the concurrency and the startup check: vLLM's own formulas;
+//! - hybrid stacks with recurrent layers (Mamba, Gated DeltaNet): vLLM's `MambaSpec` pages (one padded page
+//!   per request and recurrent layer, the attention block size raised to hold it: [`hybrid_block_size`]) and
+//!   SGLang's separate state pool (`paged_plan`).
 //!
 //! Sources are the Python sources of released vLLM wheels (the file, lines and release are named at each
 //! formula) and 61 startup logs of vLLM 0.19.0 on H100 80GB committed to
@@ -171,8 +174,12 @@ pub struct ServePlan {
     pub kv_cache_gib: f64,
     /// What the process ends up holding on one GPU: the budget plus the CUDA graphs, GiB.
     pub process_gib: f64,
-    /// KV bytes one token takes on one GPU, summed over layers (a sliding-window layer counted as full).
+    /// KV bytes one token takes on one GPU, summed over layers (a sliding-window layer counted as full; a
+    /// hybrid stack's attention layers only).
     pub kv_bytes_per_token: f64,
+    /// Recurrent-state bytes one sequence holds on one GPU, summed over a hybrid stack's recurrent layers
+    /// (before vLLM pads each layer's state to the attention page); 0 without recurrent layers.
+    pub state_bytes_per_sequence: f64,
     /// Bytes of one block of one layer (vLLM's page).
     pub page_bytes: f64,
     /// KV-cache groups (1, or more for sliding-window + full hybrids).
@@ -203,6 +210,10 @@ pub const DEFAULT_BLOCK_SIZE: u32 = 16;
 
 /// Default `gpu_memory_utilization` (vLLM `CacheConfig`, every release read).
 pub const DEFAULT_GPU_MEMORY_UTILIZATION: f64 = 0.9;
+
+/// SGLang's default `--mamba-full-memory-ratio`: the recurrent-state pool's memory over the KV pool's
+/// (`server_args.py` `mamba_full_memory_ratio: float = 0.9`).
+pub const SGLANG_MAMBA_FULL_MEMORY_RATIO: f64 = 0.9;
 
 /// vLLM's `vllm serve` batch defaults (`EngineArgs.get_batch_defaults`, `vllm/engine/arg_utils.py`; the 0.19.0
 /// logs print "Defaulting max_num_batched_tokens to 8192 … Defaulting max_num_seqs to 1024" from lines
@@ -299,14 +310,57 @@ pub fn kv_bytes_per_token_layer(arch: &Architecture, tp: u32, kv_bytes: f64) -> 
 
 /// Layers that attend over the full context and layers limited to the sliding window. Gemma 2 alternates
 /// (⌊L/2⌋ full), Gemma 3 has one full layer in six (⌊L/6⌋), Mistral v0.1 slides in every layer: ⌊L·(1 −
-/// fraction)⌋ full layers covers them all (`Architecture::sliding_fraction`).
+/// fraction)⌋ full layers covers them all (`Architecture::sliding_fraction`). A hybrid stack's recurrent
+/// layers cache no keys and values: only its attention layers count ([`attention_layers`]).
 pub fn layer_kinds(arch: &Architecture) -> (u32, u32) {
+    let layers = attention_layers(arch);
     if arch.sliding_window == 0 || arch.sliding_fraction <= 0.0 {
-        return (arch.layers, 0);
+        return (layers, 0);
     }
     let share_full = (1.0 - arch.sliding_fraction.clamp(0.0, 1.0)).max(0.0);
-    let full = ((f64::from(arch.layers) * share_full + 1e-9).floor() as u32).min(arch.layers);
-    (full, arch.layers - full)
+    let full = ((f64::from(layers) * share_full + 1e-9).floor() as u32).min(layers);
+    (full, layers - full)
+}
+
+/// Layers that keep a KV cache: every layer, or a hybrid stack's attention layers.
+pub fn attention_layers(arch: &Architecture) -> u32 {
+    arch.stack()
+        .map_or(arch.layers, |hy| hy.attention_layers.min(arch.layers))
+}
+
+/// Recurrent (Mamba, Gated DeltaNet) layers of a hybrid stack, 0 otherwise.
+pub fn recurrent_layers(arch: &Architecture) -> u32 {
+    arch.stack()
+        .map_or(0, |hy| hy.recurrent_layers.min(arch.layers))
+}
+
+/// Bytes of one sequence's recurrent state in one recurrent layer on one of `tp` GPUs, the conv state in the
+/// model dtype (`--mamba-cache-dtype auto`) and the SSM state as [`super::recurrent::Hybrid::ssm_state_bytes`]
+/// says: vLLM's `MambaSpec.page_size_bytes` before padding. 0 without recurrent layers.
+pub fn mamba_page_bytes(arch: &Architecture, tp: u32, model_bytes: f64) -> f64 {
+    match arch.stack() {
+        Some(hy) if hy.recurrent_layers > 0 => hy.state_bytes_per_sequence_on(model_bytes, tp),
+        _ => 0.0,
+    }
+}
+
+/// vLLM's attention block size for a hybrid model: the smallest multiple of 16 tokens whose attention page
+/// holds one recurrent layer's state, `16 · cdiv(mamba_page, 16 · attn_page_per_token)`, used unless the
+/// requested `block_size` is at least that; the mamba page is then padded to the attention page
+/// (`HybridAttentionMambaModelConfig.verify_and_update_config`, `vllm/model_executor/models/config.py`,
+/// without prefix caching; the alignment is 16 for FlashAttention-style backends).
+pub fn hybrid_block_size(attn_page_per_token: f64, mamba_page: f64, requested: Option<u32>) -> u32 {
+    const ALIGN: f64 = 16.0;
+    let needed = if attn_page_per_token > 0.0 && mamba_page > 0.0 {
+        (ALIGN * (mamba_page / (ALIGN * attn_page_per_token)).ceil()).min(f64::from(MAX_TOKENS))
+            as u32
+    } else {
+        DEFAULT_BLOCK_SIZE
+    };
+    match requested {
+        Some(b) if b >= needed => b,
+        _ => needed.max(1),
+    }
 }
 
 /// How vLLM V1 lays the KV cache out on one GPU: one page per layer and block, layers of one kind in groups.
@@ -322,6 +376,10 @@ pub struct KvLayout {
     pub window: u32,
     /// Tokens per block.
     pub block_size: u32,
+    /// Recurrent (Mamba, Gated DeltaNet) layers: each holds one page per running request, its state padded
+    /// to the attention page (`MambaSpec` with `mamba_cache_mode` "none": `max_memory_usage_bytes` is one
+    /// page, `vllm/v1/kv_cache_interface.py`), in groups of their own.
+    pub mamba_layers: u32,
 }
 
 impl KvLayout {
@@ -334,6 +392,7 @@ impl KvLayout {
             sliding_layers,
             window: arch.sliding_window,
             block_size: block_size.max(1),
+            mamba_layers: 0,
         }
     }
 
@@ -342,11 +401,11 @@ impl KvLayout {
     /// the last one padded (the "Add N padding layers" warning), `_get_kv_cache_groups_uniform_page_size`,
     /// `vllm/v1/core/kv_cache_utils.py:894-1001` (0.11.0).
     pub fn layers_per_group(&self) -> u32 {
-        match (self.full_layers, self.sliding_layers) {
-            (f, 0) => f.max(1),
-            (0, s) => s.max(1),
-            (f, s) => f.min(s),
-        }
+        [self.full_layers, self.sliding_layers, self.mamba_layers]
+            .into_iter()
+            .filter(|n| *n > 0)
+            .min()
+            .unwrap_or(1)
     }
 
     /// `(full groups, sliding groups)`.
@@ -358,10 +417,18 @@ impl KvLayout {
         )
     }
 
+    /// Groups of recurrent layers.
+    pub fn mamba_groups(&self) -> u32 {
+        cdiv(
+            u64::from(self.mamba_layers),
+            u64::from(self.layers_per_group()),
+        ) as u32
+    }
+
     /// Number of KV-cache groups.
     pub fn group_count(&self) -> u32 {
         let (f, s) = self.groups();
-        (f + s).max(1)
+        (f + s + self.mamba_groups()).max(1)
     }
 
     /// Blocks a KV budget buys: `budget // page_size // layers_per_group`, at least 0 (`get_num_blocks`,
@@ -410,6 +477,7 @@ impl KvLayout {
         let (fg, sg) = self.groups();
         u64::from(fg) * self.full_blocks(max_model_len)
             + u64::from(sg) * self.sliding_blocks(max_model_len, max_num_batched_tokens)
+            + u64::from(self.mamba_groups())
     }
 
     /// "Maximum concurrency for `max_model_len` tokens per request": `num_blocks / blocks_per_request`.
@@ -433,7 +501,8 @@ impl KvLayout {
         self.page_bytes
             * (f64::from(self.full_layers) * self.full_blocks(max_model_len) as f64
                 + f64::from(self.sliding_layers)
-                    * self.sliding_blocks(max_model_len, max_num_batched_tokens) as f64)
+                    * self.sliding_blocks(max_model_len, max_num_batched_tokens) as f64
+                + f64::from(self.mamba_layers))
     }
 
     /// Largest context in `1..=cap` whose single request fits in `budget_bytes`, or 0: the binary search of
@@ -492,7 +561,9 @@ pub fn weights_bytes_per_gpu(arch: &Architecture, weights: WeightFormat, tp: u32
 ///   [`SAMPLER_EXTRA_BYTES`]) plus the `T · h · b` hidden states of the pass, still alive;
 /// - the forward pass, one layer at a time: `T · b · (3h + w)`, three h-wide tensors (residual, normed input,
 ///   layer output) beside the widest per-GPU intermediate `w` of the layer: gated MLP `3i/tp` (gate and up
-///   outputs and their product), plain MLP `2i/tp`, attention `(2·q + 2·kv)/tp`;
+///   outputs and their product), plain MLP `2i/tp`, attention `(2·q + 2·kv)/tp`, a hybrid stack's recurrent
+///   mixer `(in_proj_width + conv_dim + inner)/tp` (not checked against a log: none of a hybrid is in the
+///   data);
 /// - MoE layers add `T · top_k · (max(2I/tp, h) + max(I/tp, h)) · b`, alive at the sampler too. Read as the
 ///   Triton fused-MoE workspaces kept between calls; the shape is the one that fits the four MoE logs
 ///   (Mixtral at TP 2, Qwen3-30B-A3B, DeepSeek-V2-Lite, Qwen1.5-MoE: ±0.03 GiB), not read from the source;
@@ -543,7 +614,15 @@ pub fn vllm_activation_peak_bytes(
                 / tpf
         }
     };
-    let forward = t * act_bytes * (3.0 * h + dense_mlp.max(attn));
+    // A recurrent layer's widest moment: the projection output, the convolution output and the scan output
+    // (`recurrent::Hybrid::prefill_bytes_per_token` without the h-wide terms counted above).
+    let mixer = arch
+        .stack()
+        .filter(|hy| hy.recurrent_layers > 0)
+        .map_or(0.0, |hy| {
+            (hy.in_proj_width() + hy.conv_dim() + f64::from(hy.inner)) / tpf
+        });
+    let forward = t * act_bytes * (3.0 * h + dense_mlp.max(attn).max(mixer));
     ACTIVATION_FIXED_GIB * GIB + forward.max(sampler) + moe_ws
 }
 
@@ -697,6 +776,19 @@ fn tp_refusal(arch: &Architecture, tp: u32) -> Option<String> {
             arch.kv_heads
         ));
     }
+    // A hybrid stack's recurrent heads are split too (`divide(num_heads, tp_world_size)` in
+    // `MambaStateShapeCalculator`, `mamba_utils.py`; Mamba-1 splits its inner width).
+    if let Some(hy) = arch.stack().filter(|hy| hy.recurrent_layers > 0) {
+        let (what, n) = match hy.mixer {
+            super::recurrent::Mixer::Mamba1 => ("Mamba channels", hy.inner),
+            _ => ("recurrent heads", hy.heads),
+        };
+        if n % tp != 0 {
+            return Some(format!(
+                "vLLM refuses the model: its {n} {what} are not divisible by tensor_parallel_size {tp}"
+            ));
+        }
+    }
     None
 }
 
@@ -730,13 +822,55 @@ fn paged_plan(arch: &Architecture, req: &ServeRequest, r: &Resolved) -> ServePla
         (None, false) => vllm_kv_budget_bytes(r.gpu_gib, r.util, weights, activation, non_torch),
         (None, true) => requested - weights - non_torch,
     };
-    let mut layout = KvLayout::new(arch, r.tp, r.kv_bytes, r.block_size);
+    // A hybrid stack's recurrent layers: vLLM keeps one page per running request in each, the attention
+    // block size raised until an attention page holds a layer's state (`hybrid_block_size`).
+    let recurrent = recurrent_layers(arch);
+    let mamba_page = mamba_page_bytes(arch, r.tp, r.dtype.bytes());
+    let block_size = if recurrent > 0 && !sglang {
+        hybrid_block_size(
+            kv_bytes_per_token_layer(arch, r.tp, r.kv_bytes),
+            mamba_page,
+            req.block_size,
+        )
+    } else {
+        r.block_size
+    };
+    let mut layout = KvLayout::new(arch, r.tp, r.kv_bytes, block_size);
     if sglang {
         // SGLang's default pools keep every layer at full length (the hybrid sliding-window pool is opt-in).
-        layout.full_layers = arch.layers;
+        layout.full_layers = attention_layers(arch);
         layout.sliding_layers = 0;
+    } else {
+        layout.mamba_layers = recurrent;
     }
-    let per_token = kv_bytes_per_token_layer(arch, r.tp, r.kv_bytes) * f64::from(arch.layers);
+    // SGLang keeps recurrent states in a pool of their own (`MambaPool`): with its radix cache on (the
+    // default) the memory left after the weights is split between that pool and the KV pool in the ratio
+    // `mamba_full_memory_ratio` (0.9), each slot one request's conv state (model dtype) and SSM state
+    // (`--mamba-ssm-dtype`, float32 by default), and it runs at most a third of the slots' requests
+    // (`ModelRunnerKVCacheMixin.handle_max_mamba_cache`, `calculate_mamba_ratio`:
+    // `MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO = 3`, `python/sglang/srt/model_executor/
+    // model_runner_kv_cache_mixin.py`; defaults in `server_args.py`).
+    let (budget, sglang_mamba_slots) = match arch.stack() {
+        Some(hy) if sglang && recurrent > 0 && req.kv_cache_memory_gib.is_none() => {
+            let per_request = f64::from(recurrent)
+                * super::recurrent::Hybrid {
+                    fp32_state: true,
+                    ..hy
+                }
+                .state_bytes_per_sequence_on(r.dtype.bytes(), r.tp);
+            let pool = budget.max(0.0) * SGLANG_MAMBA_FULL_MEMORY_RATIO
+                / (1.0 + SGLANG_MAMBA_FULL_MEMORY_RATIO);
+            let slots = if per_request > 0.0 {
+                (pool / per_request).floor()
+            } else {
+                0.0
+            };
+            (budget - slots * per_request, Some(slots))
+        }
+        _ => (budget, None),
+    };
+    let per_token =
+        kv_bytes_per_token_layer(arch, r.tp, r.kv_bytes) * f64::from(attention_layers(arch));
     let (blocks, kv_tokens, kv_cache) = if sglang {
         // SGLang allocates `tokens + page_size` rows per layer: one padded slot.
         let tokens = if budget > per_token && per_token > 0.0 {
@@ -751,6 +885,10 @@ fn paged_plan(arch: &Architecture, req: &ServeRequest, r: &Resolved) -> ServePla
     };
     let blocks_per_request = layout.blocks_per_request(r.max_model_len, r.mnbt);
     let max_concurrency = layout.max_concurrency(blocks, r.max_model_len, r.mnbt);
+    let max_concurrency = match sglang_mamba_slots {
+        Some(slots) => max_concurrency.min((slots / 3.0).floor()),
+        None => max_concurrency,
+    };
     let fit_len = if sglang {
         // SGLang holds a request as long as its pool.
         kv_tokens.min(u64::from(r.cap)) as u32
@@ -845,10 +983,20 @@ fn paged_plan(arch: &Architecture, req: &ServeRequest, r: &Resolved) -> ServePla
             );
         }
     }
-    if !sglang && layout.sliding_layers > 0 && layout.full_layers > 0 {
+    let kinds = [
+        layout.full_layers,
+        layout.sliding_layers,
+        layout.mamba_layers,
+    ]
+    .iter()
+    .filter(|n| **n > 0)
+    .count();
+    if !sglang && kinds > 1 {
         let g = layout.layers_per_group();
         let (fg, sg) = layout.groups();
-        let padded = (fg * g - layout.full_layers) + (sg * g - layout.sliding_layers);
+        let padded = (fg * g - layout.full_layers)
+            + (sg * g - layout.sliding_layers)
+            + (layout.mamba_groups() * g - layout.mamba_layers);
         if padded > 0 {
             warnings.push(format!(
                 "vLLM pads the hybrid KV groups with {padded} empty layers (its 'Add {padded} padding layers' \
@@ -876,6 +1024,7 @@ fn paged_plan(arch: &Architecture, req: &ServeRequest, r: &Resolved) -> ServePla
         kv_cache_gib: kv_cache / GIB,
         process_gib: process / GIB,
         kv_bytes_per_token: per_token,
+        state_bytes_per_sequence: f64::from(recurrent) * mamba_page,
         page_bytes: layout.page_bytes,
         kv_groups: layout.group_count(),
         layers_per_group: layout.layers_per_group(),
@@ -934,7 +1083,8 @@ fn transformers_plan(arch: &Architecture, req: &ServeRequest, r: &Resolved) -> S
     let non_torch =
         at_one.gpu_bytes(Component::CudaContext) + at_one.gpu_bytes(Component::AllocatorReserve);
     let kv = one.gpu_bytes(Component::KvCache);
-    let per_token = kv_bytes_per_token_layer(arch, r.tp, r.kv_bytes) * f64::from(arch.layers);
+    let per_token =
+        kv_bytes_per_token_layer(arch, r.tp, r.kv_bytes) * f64::from(attention_layers(arch));
     let reason = if let Some(why) = tp_refusal(arch, r.tp) {
         Some(why)
     } else if batch == 0 {
@@ -967,7 +1117,9 @@ fn transformers_plan(arch: &Architecture, req: &ServeRequest, r: &Resolved) -> S
         kv_cache_gib: kv / GIB,
         process_gib: one.fit_need / GIB,
         kv_bytes_per_token: per_token,
-        page_bytes: per_token / f64::from(arch.layers.max(1)),
+        state_bytes_per_sequence: f64::from(recurrent_layers(arch))
+            * mamba_page_bytes(arch, r.tp, r.dtype.bytes()),
+        page_bytes: per_token / f64::from(attention_layers(arch).max(1)),
         kv_groups: 1,
         layers_per_group: arch.layers,
         gpu_blocks: u64::from(batch) * u64::from(r.max_model_len),

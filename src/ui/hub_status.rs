@@ -77,7 +77,10 @@ pub fn HubStatus(props: &HubStatusProps) -> Html {
                         .replace("{params}", &format!("{:.3}", p as f64 / 1e9))
                         .replace(
                             "{shape}",
-                            &format!("{:.3}", props.form.custom_arch.params().total / 1e9),
+                            &format!(
+                                "{:.3}",
+                                crate::model::vision::total_params(&props.form.custom_arch) / 1e9
+                            ),
                         )
                 });
             let quant = imported

@@ -169,6 +169,7 @@ pub fn Inputs(props: &InputsProps) -> Html {
                 }
                 if training { { objective_inputs(props, t) } }
                 if lora { { lora_inputs(props, t) } }
+                if form.arch().vision.is_some() { { vision_inputs(props, t) } }
             </fieldset>
             if training { { batch_inputs(props, t) } } else { { inference_inputs(props, t) } }
             <details>
@@ -198,7 +199,7 @@ fn model_options(t: &Text, form: &Form, filter: &str) -> Vec<(AttrValue, AttrVal
                         .contains(&needle)
             })
             .map(|m| {
-                let b = m.arch().params().total / 1e9;
+                let b = crate::model::vision::total_params(m.arch()) / 1e9;
                 (
                     AttrValue::from(m.id.clone()),
                     AttrValue::from(format!("{} · {b:.1} B", m.name)),
@@ -458,6 +459,29 @@ fn lora_inputs(props: &InputsProps, t: &'static Text) -> Html {
             </div>
             }
         </>
+    }
+}
+
+/// A vision-language model's images per sample and whether its tower trains (shown only for a model with a
+/// vision tower), with the tokens an image becomes.
+fn vision_inputs(props: &InputsProps, t: &'static Text) -> Html {
+    let form = &props.form;
+    let tokens = form.arch().vision.map(|v| {
+        let side = f64::from(crate::model::vision::DEFAULT_MAX_PIXELS).sqrt();
+        let n = v.image_tokens(crate::model::vision::DEFAULT_MAX_PIXELS).llm;
+        t.image_tokens_hint
+            .replace("{tokens}", &format!("{n:.0}"))
+            .replace("{side}", &format!("{side:.0}"))
+    });
+    let trains = matches!(form.mode, Mode::Full | Mode::Lora | Mode::Qlora);
+    html! {
+        <div class="field vision" id="vision-inputs">
+            { number(props, t, "images", t.images, t.units_images, t.images_tip, form.images) }
+            if let Some(hint) = tokens { <p class="hint" id="image-tokens">{ hint }</p> }
+            if trains {
+                { check("vtower", t.train_vision, t.train_vision_tip, form.train_vision, setting_flag(props, "vtower")) }
+            }
+        </div>
     }
 }
 

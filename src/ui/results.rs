@@ -20,6 +20,7 @@ pub fn colour(c: Component) -> &'static str {
         Component::AttentionScores => "#B8860B",
         Component::Logits => "#8C564B",
         Component::KvCache => "#6A3D9A",
+        Component::RecurrentState => "#9E7BB5",
         Component::Temporary => "#999999",
         Component::AllocatorReserve => "#BBBBBB",
         Component::AllocatorCache => "#DDDDDD",
@@ -28,6 +29,7 @@ pub fn colour(c: Component) -> &'static str {
         Component::ServingEngine => "#7F3C8D",
         Component::ValueModel => "#1B7837",
         Component::RewardModel => "#B2182B",
+        Component::VisionTower => "#35978F",
     }
 }
 
@@ -103,7 +105,7 @@ pub fn Results(props: &ResultsProps) -> Html {
             { chart(lang, e, v) }
             { table(lang, e) }
             <div class="totals">
-                <p>{ format!("{}: {:.2} B · {} {:.3} B", t.params, e.params.total / 1e9, t.trainable, e.trainable_params / 1e9) }</p>
+                <p>{ format!("{}: {:.2} B · {} {:.3} B", t.params, (e.params.total + e.vision_params) / 1e9, t.trainable, e.trainable_params / 1e9) }</p>
                 <dl>
                     <dt>{ t.peak_tensors }</dt><dd>{ fmt_gib(e.peak_allocated) }</dd>
                     <dt>{ t.peak_reserved }</dt><dd>{ fmt_gib(e.peak_reserved) }</dd>
