@@ -3,6 +3,7 @@
 #
 #   * the wasm32-unknown-unknown standard library: `rustup target add` first; where that cannot download
 #     (air-gapped or mirrored machines), Debian's rustc-web + rust-web-src + lld, building std with -Zbuild-std;
+#   * on the rustup route, rust-src, so that the release build can compile std for size (optional);
 #   * wasm-bindgen-cli at exactly the version of the wasm-bindgen crate in Cargo.lock (reinstalled on mismatch);
 #   * trunk (pinned), into ~/.cargo/bin;
 #   * wasm-opt (npm `binaryen`) when Node.js/npm are present; the build skips it with a note otherwise;
@@ -68,6 +69,12 @@ if [ "$ROUTE" = debian ]; then
   for t in cargo rustc rustdoc; do ln -sfn "/usr/bin/$t" "$TOOLS/debian-shim/$t"; done
 fi
 log "wasm32 route: $ROUTE"
+# The release build compiles std with the app when its sources are there (scripts/build.sh); optional.
+if [ "$ROUTE" = rustup ] && [ ! -d "$(rustc --print sysroot)/lib/rustlib/src/rust/library/std" ]; then
+  log "rustup component add rust-src (timeout 180 s)"
+  timeout 180 rustup component add rust-src >&2 ||
+    log "note: rust-src unavailable; release builds link the prebuilt std (a larger wasm)"
+fi
 
 # ---------------------------------------------------------------- cargo-installed tools
 WBG_VERSION=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' "$ROOT/Cargo.lock")
