@@ -146,7 +146,9 @@ fn represents_real_runs(rec: &Value) -> bool {
         return true;
     }
     let at = &rec["peak_at"];
-    at["op"].as_str().is_some_and(|op| op.starts_with("aten._foreach"))
+    at["op"]
+        .as_str()
+        .is_some_and(|op| op.starts_with("aten._foreach"))
         || at["autograd_node"].as_str() == Some("LogSoftmaxBackward0")
 }
 

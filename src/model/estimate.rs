@@ -583,7 +583,7 @@ pub fn estimate(job: &Job) -> Estimate {
         let per_layer = layer_bytes_per_token(arch, &job).per_rank(tp) * tokens
             + adapter_bytes_per_layer(&job, arch) / tp;
         // The layer a checkpointed backward recomputes: the largest kind of a hybrid stack (the average
-        // layer otherwise).
+        // layer otherwise, and where a GPU holds less than one layer's share, which is an average already).
         let largest_layer = largest_layer_bytes_per_token(arch, &job).per_rank(tp) * tokens
             + adapter_bytes_per_layer(&job, arch) / tp;
         let scores_layer = eager_scores_per_token(arch, &job, seq) * tokens / tp;
@@ -600,6 +600,11 @@ pub fn estimate(job: &Job) -> Estimate {
         // Recomputation runs one layer at a time, and only in layers that keep activations: where fewer than
         // one layer does (a pipeline stage's share of the trained layers), that share is what is recomputed.
         let recomputed_layers = kept_layers.min(1.0);
+        let largest_layer = if kept_layers >= 1.0 {
+            largest_layer
+        } else {
+            per_layer
+        };
         // What every layer keeps through the whole backward, and what one layer adds while it is recomputed
         // (HF `gradient_checkpointing`: each layer's input is kept; in backward one layer at a time is
         // recomputed; Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost").
@@ -738,11 +743,11 @@ pub fn estimate(job: &Job) -> Estimate {
         kv_cache = attention_layers * per_token_layer * cached * batch * gen.kv_bytes * layer_share
             / tp_split;
         // Its recurrent layers hold a fixed state per sequence instead, whatever the length: the conv window
-        // and the SSM state of every recurrent layer (`recurrent::Hybrid::state_bytes_per_sequence`), in the
-        // model dtype (transformers' cache keeps the states it is given; the fp8 KV option does not apply).
+        // and the SSM state of every recurrent layer as transformers' cache allocates them
+        // (`recurrent::Hybrid::hf_state_bytes_per_sequence`; the fp8 KV option does not apply).
         if let Some(hy) = arch.stack() {
             recurrent_state = f64::from(hy.recurrent_layers.min(arch.layers))
-                * hy.state_bytes_per_sequence(ab)
+                * hy.hf_state_bytes_per_sequence(ab)
                 * batch
                 * layer_share
                 / tp_split;

@@ -218,6 +218,16 @@ impl Hybrid {
             + self.ssm_state_elements() * self.ssm_state_bytes(model_bytes)
     }
 
+    /// Bytes of one layer's state for one sequence in transformers' cache (`LinearAttentionLayer` in
+    /// `cache_utils.py`): the conv state keeps all `conv_kernel` columns (`torch.zeros((*shape[:-1],
+    /// conv_kernel_size))`) in the model dtype, and the recurrent state is allocated `zeros_like` the first
+    /// final state the mixer returns, which the SSD scan, the delta rule and the selective scan all produce in
+    /// fp32 (`mamba2_chunk_scan` upcasts, `torch_chunk_gated_delta_rule` works in fp32; the kernels keep their
+    /// states in fp32 too).
+    pub fn hf_state_bytes_per_sequence(&self, model_bytes: f64) -> f64 {
+        Self::f(self.conv_kernel) * self.conv_dim() * model_bytes + self.ssm_state_elements() * 4.0
+    }
+
     /// One recurrent layer's state on one of `tp` GPUs: heads, groups and the convolution channels are split
     /// (vLLM shards them with `divide(…, tp_world_size)`; when `n_groups` does not divide, groups are
     /// replicated up to `tp`: `extra_groups_for_head_shards`).
