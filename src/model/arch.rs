@@ -2,6 +2,8 @@
 //!
 //! Parameter counts are always computed from the shape, never typed in. Shapes follow Hugging Face
 //! `modeling_*.py` (Llama, Qwen2/3, Mistral, Mixtral, Gemma, Phi-3, GPT-2, Falcon, ChatGLM, DeepSeek-V2).
+//! Hybrid stacks (Mamba / Gated DeltaNet layers beside attention) weigh each block by the layers that hold it
+//! (`recurrent.rs`).
 
 use serde::{Deserialize, Serialize};
 

@@ -583,7 +583,8 @@ pub fn estimate(job: &Job) -> Estimate {
         let per_layer = layer_bytes_per_token(arch, &job).per_rank(tp) * tokens
             + adapter_bytes_per_layer(&job, arch) / tp;
         // The layer a checkpointed backward recomputes: the largest kind of a hybrid stack (the average
-        // layer otherwise, and where a GPU holds less than one layer's share, which is an average already).
+        // layer otherwise). The busiest GPU holds at least one such layer, so without checkpointing it keeps no
+        // less than that layer's share either.
         let largest_layer = largest_layer_bytes_per_token(arch, &job).per_rank(tp) * tokens
             + adapter_bytes_per_layer(&job, arch) / tp;
         let scores_layer = eager_scores_per_token(arch, &job, seq) * tokens / tp;
@@ -600,18 +601,13 @@ pub fn estimate(job: &Job) -> Estimate {
         // Recomputation runs one layer at a time, and only in layers that keep activations: where fewer than
         // one layer does (a pipeline stage's share of the trained layers), that share is what is recomputed.
         let recomputed_layers = kept_layers.min(1.0);
-        let largest_layer = if kept_layers >= 1.0 {
-            largest_layer
-        } else {
-            per_layer
-        };
         // What every layer keeps through the whole backward, and what one layer adds while it is recomputed
         // (HF `gradient_checkpointing`: each layer's input is kept; in backward one layer at a time is
         // recomputed; Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost").
         let (saved_acts, saved_scores, recomputed_acts, recomputed_scores) = match job.checkpointing
         {
             Checkpointing::Off => (
-                kept_layers * per_layer,
+                (kept_layers * per_layer).max(recomputed_layers * largest_layer),
                 kept_layers * scores_layer,
                 0.0,
                 0.0,
