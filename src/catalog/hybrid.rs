@@ -30,9 +30,6 @@ use super::import::ImportError;
 use crate::model::{Architecture, Hybrid, Mixer, MlpKind, Moe};
 use serde_json::{Map, Value};
 
-/// Largest dimension accepted (the importer's limit).
-const MAX_DIM: u64 = 1 << 24;
-
 fn invalid(field: &str, reason: &str) -> ImportError {
     ImportError::Invalid {
         field: field.to_string(),
@@ -40,29 +37,7 @@ fn invalid(field: &str, reason: &str) -> ImportError {
     }
 }
 
-/// The first present, non-null field among `names` as a whole number.
-fn dim(obj: &Map<String, Value>, names: &[&str]) -> Result<Option<u32>, ImportError> {
-    for name in names {
-        match obj.get(*name) {
-            None | Some(Value::Null) => continue,
-            Some(v) => {
-                let n = v
-                    .as_u64()
-                    .or_else(|| {
-                        v.as_f64()
-                            .filter(|f| f.fract() == 0.0 && *f >= 0.0)
-                            .map(|f| f as u64)
-                    })
-                    .ok_or_else(|| invalid(name, &format!("expected a whole number, got {v}")))?;
-                if n > MAX_DIM {
-                    return Err(invalid(name, &format!("{n} is implausibly large")));
-                }
-                return Ok(Some(n as u32));
-            }
-        }
-    }
-    Ok(None)
-}
+use super::import::dim;
 
 fn dim_or(obj: &Map<String, Value>, names: &[&str], default: u32) -> Result<u32, ImportError> {
     Ok(dim(obj, names)?.unwrap_or(default))

@@ -580,34 +580,38 @@ fn invalid(field: &str, reason: &str) -> ImportError {
     }
 }
 
+/// The first present, non-null field of `obj` among `names` as a dimension (a whole number, 0 ≤ v ≤ 2^24):
+/// the one reader of config dimensions, shared by the hybrid and vision importers.
+pub(super) fn dim(obj: &Map<String, Value>, names: &[&str]) -> Result<Option<u32>, ImportError> {
+    for name in names {
+        match obj.get(*name) {
+            None | Some(Value::Null) => continue,
+            Some(v) => {
+                let n = v
+                    .as_u64()
+                    .or_else(|| {
+                        v.as_f64()
+                            .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                            .map(|f| f as u64)
+                    })
+                    .ok_or_else(|| invalid(name, &format!("expected a whole number, got {v}")))?;
+                if n > MAX_DIM {
+                    return Err(invalid(name, &format!("{n} is implausibly large")));
+                }
+                return Ok(Some(n as u32));
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// Typed, total access to a JSON object's fields.
 struct Reader<'a>(&'a Map<String, Value>);
 
 impl Reader<'_> {
     /// The first present, non-null field among `names`, as a dimension (0 ≤ v ≤ 2^24).
     fn opt(&self, names: &[&str]) -> Result<Option<u32>, ImportError> {
-        for name in names {
-            match self.0.get(*name) {
-                None | Some(Value::Null) => continue,
-                Some(v) => {
-                    let n = v
-                        .as_u64()
-                        .or_else(|| {
-                            v.as_f64()
-                                .filter(|f| f.fract() == 0.0 && *f >= 0.0)
-                                .map(|f| f as u64)
-                        })
-                        .ok_or_else(|| {
-                            invalid(name, &format!("expected a whole number, got {v}"))
-                        })?;
-                    if n > MAX_DIM {
-                        return Err(invalid(name, &format!("{n} is implausibly large")));
-                    }
-                    return Ok(Some(n as u32));
-                }
-            }
-        }
-        Ok(None)
+        dim(self.0, names)
     }
 
     fn req(&self, names: &[&str], label: &'static str) -> Result<u32, ImportError> {

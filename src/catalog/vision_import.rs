@@ -24,28 +24,10 @@ struct Fields<'a>(&'a Map<String, Value>);
 
 impl Fields<'_> {
     fn opt(&self, names: &[&str]) -> Result<Option<u32>, ImportError> {
-        for name in names {
-            match self.0.get(*name) {
-                None | Some(Value::Null) => continue,
-                Some(v) => {
-                    let n = v
-                        .as_u64()
-                        .or_else(|| {
-                            v.as_f64()
-                                .filter(|f| f.fract() == 0.0 && *f >= 0.0)
-                                .map(|f| f as u64)
-                        })
-                        .ok_or_else(|| {
-                            invalid(name, format!("expected a whole number, got {v}"))
-                        })?;
-                    if n > u64::from(crate::model::limits::MAX_DIM) {
-                        return Err(invalid(name, format!("{n} is implausibly large")));
-                    }
-                    return Ok(Some(n as u32));
-                }
-            }
-        }
-        Ok(None)
+        super::import::dim(self.0, names).map_err(|e| match e {
+            ImportError::Invalid { field, reason } => invalid(&field, reason),
+            other => other,
+        })
     }
 
     fn or(&self, names: &[&str], default: u32) -> Result<u32, ImportError> {
