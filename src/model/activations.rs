@@ -1,4 +1,5 @@
-//! Activation memory: what autograd keeps for backward, per token, and the logits/loss buffers.
+//! Activation memory: what autograd keeps for backward, per token, and what a training step's backward holds
+//! at its peak.
 //!
 //! Derived by walking Hugging Face `LlamaDecoderLayer` (and its GPT-2/Falcon/MoE relatives) and listing the
 //! tensors each op saves, as in Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
@@ -7,8 +8,9 @@
 //! needs it (autograd codegen's `should_compute_output`), so frozen LoRA base weights save less.
 
 use super::arch::{Architecture, MlpKind};
-use super::job::{AttentionImpl, Job, LossImpl, Mode, Module, Precision};
+use super::job::{AttentionImpl, Checkpointing, Job, Mode, Module, Precision};
 use super::peft::Method;
+use super::shapes::Shapes;
 
 /// Bytes of one residual-stream element: fp32 under autocast over fp32 weights, else the compute size.
 pub fn residual_bytes(job: &Job) -> f64 {
@@ -334,21 +336,90 @@ pub fn eager_scores_per_token(arch: &Architecture, job: &Job, seq: f64) -> f64 {
     }
 }
 
-/// Bytes per (token × vocab) element at the loss's backward peak.
+/// Decoder layers that keep activations for backward on the busiest GPU: all of them, except below the
+/// first trained layer in freeze mode, times the busiest pipeline stage's share.
+pub fn kept_layers(job: &Job, s: &Shapes) -> f64 {
+    let layers = match job.mode {
+        Mode::Freeze => job.freeze_trainable_layers.min(job.arch.layers),
+        _ => job.arch.layers,
+    };
+    f64::from(layers) * s.stage_share
+}
+
+/// Layers recomputed at once under checkpointing: one, or the share of one a pipeline stage keeps when it
+/// keeps less (recomputation runs one layer at a time, and only in layers that keep activations).
+pub fn recomputed_layers(job: &Job, s: &Shapes) -> f64 {
+    kept_layers(job, s).min(1.0)
+}
+
+/// What a training step's backward holds at its peak, beside the weights, gradients and optimizer state.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BackwardPeak {
+    /// Saved (and, at a layer's backward, recomputed) activations, the final norm's, and that layer's
+    /// gradient buffers.
+    pub activations: f64,
+    /// Eager attention's score and probability matrices.
+    pub scores: f64,
+    /// The loss's buffers (`loss::loss_bytes`), when its backward is the peak.
+    pub logits: f64,
+}
+
+/// The larger of backward's two peaks in turn: the loss's backward with every saved activation alive, then
+/// each layer's backward (after the logits are freed) with its recomputed activations and gradient buffers.
 ///
-/// HF upcasts the logits to fp32 for the loss; the HF Trainer drops the model outputs before backward, and
-/// `log_softmax` saves only its output, so the 16-bit logits and their fp32 copy are freed in forward. At
-/// `LogSoftmaxBackward` the saved fp32 output (4), the incoming gradient (4) and the outgoing one (4) are
-/// alive: 12 B (the oracle's peak op on every grid job that keeps full logits). Kept in 16-bit: 2 + 2 + 2 + 2
-/// and an fp32 reduction buffer, ≈ 9 B. Chunked (torchtune, litgpt): only the upcast chunk is live, but the
-/// 16-bit logits of all chunks and their gradient remain: ≈ 4 B. Fused linear + cross-entropy (Liger,
-/// Unsloth): no logits tensor at all. Sources: transformers `loss_utils.py`, torchtune
-/// `CEWithChunkedOutputLoss`, `shared/design/memory-model.md` §11.
-pub fn loss_bytes_per_logit(loss: LossImpl) -> f64 {
-    match loss {
-        LossImpl::Fp32Logits => 12.0,
-        LossImpl::Bf16Logits => 9.0,
-        LossImpl::Chunked => 4.0,
-        LossImpl::Fused => 0.0,
+/// What every layer keeps through the whole backward, and what one layer adds while it is recomputed (HF
+/// `gradient_checkpointing`: each layer's input is kept, in the residual stream's dtype, whole on every
+/// tensor-parallel rank; in backward one layer at a time is recomputed; Chen et al. 2016, "Training Deep
+/// Nets with Sublinear Memory Cost"). The layer a checkpointed backward recomputes is the largest kind of a
+/// hybrid stack (the average layer otherwise); the busiest GPU holds at least one such layer, so without
+/// checkpointing it keeps no less than that layer's share either. Offloaded checkpoints keep two layer
+/// inputs on the GPU.
+pub fn backward_peak(job: &Job, s: &Shapes, loss: f64) -> BackwardPeak {
+    let arch = &job.arch;
+    let tp = s.tensor_split;
+    let tokens = s.tokens;
+    let adapters = adapter_bytes_per_layer(job, arch) / tp;
+    let per_layer = layer_bytes_per_token(arch, job).per_rank(tp) * tokens + adapters;
+    let largest_layer = largest_layer_bytes_per_token(arch, job).per_rank(tp) * tokens + adapters;
+    let scores_layer = eager_scores_per_token(arch, job, s.seq) * tokens / tp;
+    let kept = kept_layers(job, s);
+    let recomputed = recomputed_layers(job, s);
+    let layer_input = residual_bytes(job) * f64::from(arch.hidden) * tokens;
+    let (saved_acts, saved_scores, recomputed_acts, recomputed_scores) = match job.checkpointing {
+        Checkpointing::Off => (
+            (kept * per_layer).max(recomputed * largest_layer),
+            kept * scores_layer,
+            0.0,
+            0.0,
+        ),
+        Checkpointing::Layer => (
+            kept * layer_input,
+            0.0,
+            recomputed * largest_layer,
+            recomputed * scores_layer,
+        ),
+        Checkpointing::Offload => (
+            2.0 * layer_input * recomputed,
+            0.0,
+            recomputed * largest_layer,
+            recomputed * scores_layer,
+        ),
+    };
+    let final_norm = final_norm_bytes_per_token(arch, job) * tokens;
+    let layer_work = layer_backward_bytes_per_token(arch, job).per_rank(tp) * tokens;
+    let loss_phase = saved_acts + saved_scores + final_norm + loss;
+    let layer_phase = saved_acts + saved_scores + recomputed_acts + recomputed_scores + layer_work;
+    if loss_phase >= layer_phase {
+        BackwardPeak {
+            activations: saved_acts + final_norm,
+            scores: saved_scores,
+            logits: loss,
+        }
+    } else {
+        BackwardPeak {
+            activations: saved_acts + recomputed_acts + layer_work,
+            scores: saved_scores + recomputed_scores,
+            logits: 0.0,
+        }
     }
 }

@@ -1,29 +1,44 @@
 //! The memory model: a [`Job`] in, an [`Estimate`] out. Pure Rust: no browser, no I/O.
 //!
-//! Each term lives in the file named after it, with its formula and source in a doc comment.
+//! A pipeline (see [`estimate`]): [`shapes`] → one file per term, each with its formula and source in a doc
+//! comment ([`weights`], [`adapters`], [`gradients`], [`optimizer`], [`activations`], [`loss`], [`cache`],
+//! [`temporaries`], [`vision`], [`side_models`]) → a [`timeline`] of the step → the [`allocator`]'s totals
+//! and [`host`] RAM.
 
 pub mod activations;
+pub mod adapters;
+pub mod allocator;
 pub mod arch;
 pub mod band;
+pub mod cache;
 pub mod estimate;
 pub mod full_tuning;
+pub mod gradients;
+pub mod host;
 pub mod job;
 pub mod limits;
+pub mod loss;
 pub mod normalize;
+pub mod optimizer;
 pub mod peft;
 pub mod preference;
 pub mod recurrent;
 pub mod serve;
+pub mod shapes;
+pub mod side_models;
 pub mod stack;
+pub mod temporaries;
+pub mod timeline;
 pub mod vision;
 pub mod weights;
 
+pub use allocator::{ALLOCATOR_FIXED_GIB, ALLOCATOR_TRANSIENT_SHARE, ALLOCATOR_VARIABLE_SHARE};
 pub use arch::{Architecture, AttentionKind, Biases, Mla, MlpKind, Moe, ParamCounts};
 pub use band::{band, Band, BandKind};
 pub use estimate::{
-    estimate, Component, Estimate, HostComponent, Part, Phase, Warning, ALLOCATOR_FIXED_GIB,
-    ALLOCATOR_TRANSIENT_SHARE, ALLOCATOR_VARIABLE_SHARE, CUDA_CONTEXT_GIB,
+    estimate, Component, Estimate, HostComponent, Part, Phase, Warning, CUDA_CONTEXT_GIB,
 };
+pub use host::HOST_RUNTIME_GIB;
 pub use job::{
     AttentionImpl, Checkpointing, FrozenSharding, Inference, Job, KvDtype, Lora, LossImpl, Mode,
     Module, Offload, OffloadDevice, Optimizer, Parallelism, Precision, Version, Versions,

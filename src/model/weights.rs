@@ -1,6 +1,60 @@
-//! Bytes per parameter of stored weights, per format.
+//! Weights: bytes per parameter of each stored format, and the base weights' bytes on the busiest GPU.
 
-use super::job::WeightFormat;
+use super::job::{Job, Parallelism, WeightFormat};
+use super::shapes::Shapes;
+
+/// The base model's weights.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct WeightBytes {
+    /// Quantized linear layers on the busiest GPU.
+    pub quantized: f64,
+    /// Weights kept unquantized (all of them in a 16/32-bit model; else embeddings, LM head and norms).
+    pub plain: f64,
+    /// One whole copy of the model as stored (what a ZeRO-3 gather of every layer brings together).
+    pub whole: f64,
+}
+
+/// The base weights on the busiest GPU.
+///
+/// - Unquantized: every parameter at the working dtype ([`Shapes::working`]).
+/// - Quantized: the decoder's linears (and an LM head the stack quantizes) at the format's
+///   [`WeightFormat::linear_bytes`]; the rest in 16-bit, or fp32 where a trainer upcasts non-quantized
+///   weights for training (`upcast_non_quantized`: PEFT `prepare_model_for_kbit_training` casts them to fp32).
+/// - Division over GPUs: a pipeline stage holds its layers' share of the linears plus the embedding and
+///   LM head (the first and last stage; the busiest holds them); tensor parallelism splits everything
+///   `1/n`; ZeRO-3/FSDP shards everything `1/n`; ZeRO-3 parameter offload keeps none on the GPU.
+pub fn weight_bytes(job: &Job, s: &Shapes) -> WeightBytes {
+    let p = &s.params;
+    let (w_quant, lin_plain, rest_plain) = if s.quantized {
+        let non_linear_bytes = if job.upcast_non_quantized && job.is_training() {
+            4.0
+        } else {
+            2.0
+        };
+        (
+            (p.linear + s.head_quantized) * job.weights.linear_bytes(),
+            0.0,
+            (p.non_linear - s.head_quantized) * non_linear_bytes,
+        )
+    } else {
+        (0.0, p.linear * s.working, (p.total - p.linear) * s.working)
+    };
+    let split = |linear: f64, rest: f64| -> f64 {
+        if s.param_offloaded {
+            return 0.0;
+        }
+        match job.parallelism {
+            Parallelism::Pipeline => linear * s.layer_share + rest,
+            Parallelism::Tensor => (linear + rest) / s.gpus,
+            _ => (linear + rest) * s.shard(3),
+        }
+    };
+    WeightBytes {
+        quantized: split(w_quant, 0.0),
+        plain: split(lin_plain, rest_plain),
+        whole: w_quant + lin_plain + rest_plain,
+    }
+}
 
 impl WeightFormat {
     /// Bytes per parameter of a quantizable linear weight in this format, including quantization constants.

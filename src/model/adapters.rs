@@ -1,0 +1,159 @@
+//! Adapters: how many parameters a job trains, how many of them are adapters, and the adapters' bytes.
+
+use super::arch::ParamCounts;
+use super::job::{Job, Mode};
+use super::peft;
+use super::shapes::Shapes;
+
+/// Trainable parameters, and the share of them that are adapters (rather than base weights).
+///
+/// LoRA on a `d_in × d_out` module adds `r·(d_in + d_out)` (Hu et al. 2021); DoRA adds a magnitude vector of
+/// `d_out` (Liu et al. 2024). `modules_to_save` trains full copies of the embedding / LM head.
+/// Freeze-tuning trains the last n decoder layers (LLaMA-Factory `freeze_trainable_layers`).
+pub fn trainable(job: &Job, p: &ParamCounts) -> (f64, f64) {
+    let layers = f64::from(job.arch.layers);
+    match job.mode {
+        Mode::Inference => (0.0, 0.0),
+        Mode::Full => (p.total, 0.0),
+        Mode::Freeze => {
+            let n = f64::from(job.freeze_trainable_layers.min(job.arch.layers));
+            (n * p.per_layer, 0.0)
+        }
+        Mode::Badam | Mode::Lisa => (super::full_tuning::active_params(job, p), 0.0),
+        Mode::Lora | Mode::Qlora => {
+            let method = job.lora.method;
+            let mut adapters = 0.0;
+            for (m, d_in, d_out) in job.arch.linear_modules() {
+                if method.is_prompt() || !job.lora.targets.contains(&m) || d_in <= 0.0 {
+                    continue;
+                }
+                // PEFT adapts every expert of an MoE layer's gate/up/down (and the shared expert).
+                let copies = job.arch.expert_copies(m);
+                let per_copy_in = d_in / copies;
+                let dora = if job.lora.dora && method == peft::Method::Lora {
+                    d_out
+                } else {
+                    0.0
+                };
+                let ff = peft::is_feed_forward(m);
+                adapters += copies
+                    * (peft::module_params(method, job.lora.rank, per_copy_in, d_out, ff) + dora);
+            }
+            adapters *= layers;
+            adapters += peft::prompt_params(job, &job.arch);
+            let mut full = 0.0;
+            if job.lora.train_embed {
+                full += p.embedding;
+            }
+            if job.lora.train_lm_head {
+                full += if p.lm_head > 0.0 {
+                    p.lm_head
+                } else {
+                    p.embedding
+                };
+            }
+            (adapters + full, adapters)
+        }
+    }
+}
+
+/// Adapter parameters that are stored but not trained: LoRA-FA's frozen `lora_A` (`r·d_in` per module) and
+/// VeRA's `vera_A`/`vera_B`, one pair shared by every adapted module and sized by the largest input and
+/// output widths among them (PEFT `vera/model.py` `_find_dim`).
+pub fn frozen_adapter_params(job: &Job) -> f64 {
+    if !matches!(job.mode, Mode::Lora | Mode::Qlora) {
+        return 0.0;
+    }
+    let r = f64::from(job.lora.rank);
+    let targeted = job
+        .arch
+        .linear_modules()
+        .into_iter()
+        .filter(|(m, d_in, _)| job.lora.targets.contains(m) && *d_in > 0.0);
+    match job.lora.method {
+        peft::Method::LoraFa => {
+            targeted.map(|(_, d_in, _)| r * d_in).sum::<f64>() * f64::from(job.arch.layers)
+        }
+        peft::Method::Vera => {
+            let (max_in, max_out) = targeted
+                .fold((0.0_f64, 0.0_f64), |(i, o), (_, d_in, d_out)| {
+                    (i.max(d_in), o.max(d_out))
+                });
+            r * (max_in + max_out)
+        }
+        _ => 0.0,
+    }
+}
+
+/// Adapter bytes on the busiest GPU: trained and frozen adapter parameters in fp32. PEFT keeps adapter
+/// weights in fp32 (`autocast_adapter_dtype=True`, `peft/tuners/tuners_utils.py`), so their gradients and
+/// optimizer states are fp32 whatever the base precision; LoRA-FA's `lora_A` and VeRA's shared random
+/// projections sit beside them in fp32 too.
+pub fn adapter_bytes(job: &Job, s: &Shapes) -> f64 {
+    (s.adapter + frozen_adapter_params(job)) * 4.0 * s.train_share
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Architecture, Module};
+
+    fn llama_8b() -> Architecture {
+        crate::catalog::model("llama-3.1-8b")
+            .unwrap()
+            .arch()
+            .clone()
+    }
+
+    /// LoRA r16 on q/v of Llama-3.1-8B (h 4096, KV width 1024, 32 layers): q `16·(4096 + 4096)` and v
+    /// `16·(4096 + 1024)` per layer = 212,992; × 32 = 6,815,744 (PEFT prints "trainable params: 6,815,744").
+    #[test]
+    fn lora_on_q_and_v_of_llama_8b() {
+        let job = Job {
+            arch: llama_8b(),
+            mode: Mode::Lora,
+            lora: super::super::job::Lora {
+                rank: 16,
+                targets: vec![Module::Q, Module::V],
+                ..Default::default()
+            },
+            ..Job::default()
+        };
+        let (trainable, adapters) = trainable(&job, &job.arch.params());
+        assert_eq!(adapters, 6_815_744.0);
+        assert_eq!(trainable, adapters);
+        let s = Shapes::of(&job);
+        assert_eq!(adapter_bytes(&job, &s), 6_815_744.0 * 4.0);
+    }
+
+    /// Freeze-tuning the last 2 of 32 layers trains 2 layers' parameters, no adapters.
+    #[test]
+    fn freeze_trains_whole_layers() {
+        let job = Job {
+            arch: llama_8b(),
+            mode: Mode::Freeze,
+            freeze_trainable_layers: 2,
+            ..Job::default()
+        };
+        let p = job.arch.params();
+        assert_eq!(trainable(&job, &p), (2.0 * p.per_layer, 0.0));
+        assert_eq!(frozen_adapter_params(&job), 0.0);
+    }
+
+    /// LoRA-FA keeps `lora_A` frozen: r·d_in per targeted module and layer (r 8, q only: 8·4096·32).
+    #[test]
+    fn lora_fa_freezes_a() {
+        let job = Job {
+            arch: llama_8b(),
+            mode: Mode::Lora,
+            lora: super::super::job::Lora {
+                rank: 8,
+                targets: vec![Module::Q],
+                method: peft::Method::LoraFa,
+                ..Default::default()
+            },
+            ..Job::default()
+        };
+        assert_eq!(frozen_adapter_params(&job), 8.0 * 4096.0 * 32.0);
+    }
+}
