@@ -10,8 +10,12 @@
 //!
 //! - weights: vramfit's weights model (`weights.rs`, the rule `estimate.rs` applies), divided by
 //!   tensor parallelism;
+//! - weights of a vision-language model's vision tower and projector ([`vision_weights_bytes_per_gpu`]: vLLM
+//!   loads the whole checkpoint);
 //! - activation peak of the profiling pass: derived from the shape (sampler logits, one layer's MLP and
-//!   attention, MoE workspace) and checked against the logs (`tests/serve.rs`);
+//!   attention, MoE workspace) and checked against the logs (`tests/serve.rs`); for a VLM, the encoder's
+//!   dummy pass and the pixels and encoder outputs it keeps beside the language model's
+//!   ([`vllm_encoder_profile`], from `profile_run` and `MultiModalBudget` in vLLM's sources);
 //! - non-torch memory and the CUDA-graph pool: constants and a per-layer rule read off real startup logs;
 //! - KV bytes per token per layer, pages, blocks, hybrid (sliding-window + full) groups, the printed token
 //!   count, the concurrency and the startup check: vLLM's own formulas;
@@ -35,6 +39,7 @@ use super::arch::{Architecture, AttentionKind, MlpKind};
 use super::estimate::{estimate, Component};
 use super::job::{Inference, Job, KvDtype, Mode, Parallelism, Precision, WeightFormat};
 use super::limits::{in_range, MAX_BATCH, MAX_GPUS, MAX_MEMORY_GIB, MAX_TOKENS};
+use super::vision::{VisionFamily, VisionSettings, VisionTower};
 use crate::bytes::GIB;
 use serde::{Deserialize, Serialize};
 
@@ -572,10 +577,14 @@ pub fn weights_bytes_per_gpu(arch: &Architecture, weights: WeightFormat, tp: u32
 /// The peak is `fixed + max(forward, sampler) + moe`. Checked in `tests/serve.rs` against the "PyTorch
 /// activation peak memory" of the 0.19.0 logs: dense text-only models within ±0.02 GiB whether the sampler
 /// (large vocabularies) or the forward pass (CodeLlama, 32k vocabulary: 0.76 vs 0.77) is the peak; MoE models
-/// within ±0.03 GiB (Mixtral, Qwen3-30B-A3B, DeepSeek-V2-Lite, Qwen1.5-MoE); not modelled: the vision
-/// encoders of multimodal models (+0.1…+0.6 GiB, Gemma 3, Mistral Small 3.1, Kimi-VL) and the mxfp4 MoE path
-/// (gpt-oss keeps no workspace). vLLM v0 ran `max_num_batched_tokens = max_model_len` without chunked
-/// prefill, so the forward term dominated: 2.12 vs 2.07 GiB at 20,000 tokens on Llama 3.1 8B (#10517).
+/// within ±0.03 GiB (Mixtral, Qwen3-30B-A3B, DeepSeek-V2-Lite, Qwen1.5-MoE); not modelled here: the mxfp4 MoE
+/// path (gpt-oss keeps no workspace). This is the language model's pass only: a vision-language model's
+/// encoder pass and the encoder outputs and pixels it keeps alive are added by [`vllm_profile_peak_bytes`]
+/// ([`vllm_encoder_profile`]), for the towers `vision.rs` knows (Gemma 3, Qwen2.5-VL, Qwen3-VL, Llama 4);
+/// other towers (Pixtral in Mistral Small 3.1: +0.08 GiB, MoonViT in Kimi-VL, granite-vision's LLaVA-Next)
+/// are not in vramfit's `VisionTower` and stay unmodelled. vLLM v0 ran `max_num_batched_tokens =
+/// max_model_len` without chunked prefill, so the forward term dominated: 2.12 vs 2.07 GiB at 20,000 tokens
+/// on Llama 3.1 8B (#10517).
 pub fn vllm_activation_peak_bytes(
     arch: &Architecture,
     tp: u32,
@@ -624,6 +633,233 @@ pub fn vllm_activation_peak_bytes(
         });
     let forward = t * act_bytes * (3.0 * h + dense_mlp.max(attn).max(mixer));
     ACTIVATION_FIXED_GIB * GIB + forward.max(sampler) + moe_ws
+}
+
+/// vLLM's default `--limit-mm-per-prompt` for a modality the user does not name: 999 items
+/// (`MultiModalConfig.get_limit_per_prompt`, `vllm/config/multimodal.py`: "Unspecified modality is set to 999
+/// by default"; V0 used 1). It only bounds the profiling batch through `max_model_len // tokens_per_item`,
+/// which is far smaller for every tower here.
+pub const VLLM_DEFAULT_MM_LIMIT_PER_PROMPT: u32 = 999;
+
+/// Pixels of the largest image vLLM's dummy-input builder makes for a tower: the image "with most features"
+/// (`get_image_size_with_most_features` of each model's `ProcessingInfo`, `vllm/model_executor/models/`),
+/// which `profile_run` feeds the encoder. As [`super::vision::VisionTower::image_tokens`] reads it:
+/// - Gemma 3: any size, the processor resizes to `image_size`² (pan-and-scan off, `get_num_crops` 0 in
+///   `gemma3_mm.py`);
+/// - Qwen2.5-VL: the image processor's `max_pixels`, 12,845,056 (3584², 16,384 tokens);
+/// - Qwen3-VL: its `longest_edge`, 16,777,216 (4096², 16,384 tokens with patch 16);
+/// - Llama 4: 16 tiles (`max_patches`) and the global one: a 4 × 4 canvas of `image_size` tiles.
+pub fn vllm_largest_image_pixels(v: &VisionTower) -> u32 {
+    match v.family {
+        VisionFamily::Gemma3 => v.image_size.max(1).saturating_mul(v.image_size.max(1)),
+        VisionFamily::Qwen25Vl => 12_845_056,
+        VisionFamily::Qwen3Vl => 16_777_216,
+        VisionFamily::Llama4 => {
+            let side = v.image_size.max(1).saturating_mul(4);
+            side.saturating_mul(side)
+        }
+    }
+}
+
+/// Weights of a vision-language model's vision tower and projector on one of `tp` GPUs, bytes; 0 for a
+/// text model. vLLM builds and loads the whole checkpoint (`Gemma3ForConditionalGeneration`,
+/// `Qwen2_5_VLForConditionalGeneration`, … construct `vision_tower`/`visual` and the projector beside the
+/// language model; "Model loading took" counts them), so the tower is part of the weights. Its linear layers
+/// are vLLM's tensor-parallel linears (`QKVParallelLinear`, `ColumnParallelLinear`, `RowParallelLinear` in
+/// `siglip.py`, `qwen2_5_vl.py`; `mm_encoder_tp_mode` "weights" by default) and are split over the GPUs; the
+/// rest (patch and position embeddings, norms, Gemma 3's projector matrix, an `nn.Parameter`) is replicated:
+/// `(linear / tp + other) · bytes` with [`super::vision::VisionParams::linear`]. Unquantized formats store
+/// the tower at their width; quantized checkpoints keep it in 16-bit (AWQ/GPTQ/compressed-tensors checkpoints
+/// list the vision modules in `modules_to_not_convert` / `ignore`, as vision.rs notes).
+///
+/// Qwen3-VL also allocates, while the model is built, one `max_num_batched_tokens × text hidden` buffer per
+/// deepstack level (`deepstack_input_embeds` in `Qwen3VLForConditionalGeneration.__init__`,
+/// `vllm/model_executor/models/qwen3_vl.py`), counted here with the weights (no Qwen3-VL log checks it).
+pub fn vision_weights_bytes_per_gpu(
+    arch: &Architecture,
+    weights: WeightFormat,
+    tp: u32,
+    model_bytes: f64,
+    max_num_batched_tokens: u32,
+) -> f64 {
+    let Some(v) = arch.vision.as_ref() else {
+        return 0.0;
+    };
+    let p = v.params();
+    let bytes = if weights.is_quantized() {
+        2.0
+    } else {
+        weights.linear_bytes()
+    };
+    let tower = (p.linear / f64::from(tp.max(1)) + (p.total() - p.linear)) * bytes;
+    let deepstack = if v.family == VisionFamily::Qwen3Vl {
+        f64::from(v.deepstack)
+            * f64::from(max_num_batched_tokens)
+            * f64::from(arch.hidden)
+            * model_bytes
+    } else {
+        0.0
+    };
+    tower + deepstack
+}
+
+/// What vLLM's profiling pass spends on the vision encoder of a multimodal model, per GPU (see
+/// [`vllm_encoder_profile`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EncoderProfile {
+    /// Dummy images the encoder runs on at once (`max_mm_items_per_batch` of the image modality).
+    pub items: u32,
+    /// Encoder-cache units (embeddings handed to the language model) of one image.
+    pub tokens_per_item: u32,
+    /// Tokens every encoder layer processes over the whole dummy batch.
+    pub tower_tokens: f64,
+    /// The batch's pixel values on the GPU, in the model dtype, bytes.
+    pub pixel_bytes: f64,
+    /// The encoder outputs kept in the encoder cache through the language model's dummy pass, bytes.
+    pub output_bytes: f64,
+    /// The tower's working set while it runs (one layer at a time, every image at once), bytes.
+    pub forward_bytes: f64,
+}
+
+impl EncoderProfile {
+    /// The peak while the encoder runs: the pixels and one layer's working set.
+    pub fn encoder_peak_bytes(&self) -> f64 {
+        self.pixel_bytes + self.forward_bytes
+    }
+
+    /// What stays alive beside the language model's dummy pass and the sampler: the pixels and the outputs.
+    pub fn held_bytes(&self) -> f64 {
+        self.pixel_bytes + self.output_bytes
+    }
+}
+
+/// The multimodal part of vLLM V1's profiling pass for a model with a vision tower, or `None` for a text
+/// model. Read from vLLM's sources (main branch as stored, the mechanism the 0.19.0 logs show):
+///
+/// - `GPUModelRunner.profile_run` (`vllm/v1/worker/gpu_model_runner.py`): before the dummy language-model
+///   pass it takes the modality with the most tokens per item (`get_modality_with_max_tokens`), builds a
+///   batch of `max_mm_items_per_batch` copies of the largest dummy item (`_get_mm_dummy_batch`: one item from
+///   `get_dummy_mm_inputs`, replicated and batched onto the GPU by `group_and_batch_mm_kwargs`), runs
+///   `embed_multimodal` on it at once, and stores every output in `self.encoder_cache`; then it runs
+///   `_dummy_run(max_num_tokens)` and the sampler, and only afterwards clears the encoder cache. The dummy
+///   batch's tensors stay referenced by the local `batched_dummy_mm_inputs` until the function returns, so
+///   the pixels are alive through the language-model pass too.
+/// - The pixels are in the model dtype: `InputProcessingContext.call_hf_processor` casts every floating
+///   tensor the HF processor returns to `model_config.dtype` (`_postprocess_output`,
+///   `vllm/multimodal/processing/context.py`).
+/// - Items: `MultiModalBudget._get_max_items` (`vllm/multimodal/encoder_budget.py`):
+///   `max(1, min(encoder_budget // tokens_per_item, max_num_seqs · max(1, min(limit, max_model_len //
+///   tokens_per_item))))` with chunked prefill on (the V1 default); `encoder_budget` = min(compute budget,
+///   cache size), both `max(max_num_batched_tokens, tokens_per_item)` unless set
+///   (`compute_mm_encoder_budget`, `_get_max_num_batched_encoder_embeds`/`_get_encoder_cache_size`,
+///   `vllm/v1/core/encoder_cache_manager.py`; older releases call them `max_num_encoder_input_tokens` and
+///   `encoder_cache_size`, same defaults). `limit` is [`VLLM_DEFAULT_MM_LIMIT_PER_PROMPT`].
+/// - `tokens_per_item`: the embeddings of the largest image (`get_mm_max_toks_per_item` sums
+///   `get_num_embeds` of the dummy item's placeholders): [`super::vision::ImageTokens::llm`] of
+///   [`vllm_largest_image_pixels`] (Gemma 3: `(num_crops + 1) · image_seq_length` = 256).
+/// - Encoder outputs: `items · tokens_per_item · width · b`, `width` the projector's output
+///   (`out_hidden`; Qwen3-VL concatenates its deepstack features: `out_hidden · (1 + deepstack)`,
+///   `visual_dim`/`multiscale_dim` in `qwen3_vl.py`). Every GPU holds all of them.
+/// - The tower's working set: [`super::vision::bytes`]'s `forward` for an inference job of `items` images at
+///   the largest size (one layer's live tensors over every patch, SDPA/flash attention: vLLM's encoders use
+///   `MMEncoderAttention` without score matrices), with the MLP width split over the GPUs (the attention
+///   widths are left whole: an upper bound at TP > 1); the pixels from its `pixels` (float32 there) at the
+///   model dtype.
+///
+/// Checked on the three Gemma 3 logs of vLLM 0.19.0 (4B, 12B, 27B on H100 at 8,192 batched tokens and 1,024
+/// sequences; `tests/serve.rs`): 32 images of 896² pixels, 0.1436 GiB of pixels and 0.039/0.059/0.082 GiB of
+/// outputs beside the language model's pass account for the logged peak within 0.01 GiB; the encoder's own
+/// peak (2.81 GiB) is below it there. Not modelled: video inputs (Qwen's video modality is profiled instead
+/// when its per-item tokens are larger, which needs a long `max_model_len`), a `--limit-mm-per-prompt` below
+/// the default (0 skips the tower and its profiling) and `--mm-encoder-tp-mode data`.
+pub fn vllm_encoder_profile(
+    arch: &Architecture,
+    tp: u32,
+    act_bytes: f64,
+    max_num_batched_tokens: u32,
+    max_num_seqs: u32,
+    max_model_len: u32,
+) -> Option<EncoderProfile> {
+    let v = arch.vision.as_ref()?;
+    let largest = vllm_largest_image_pixels(v);
+    let tokens = v.image_tokens(largest);
+    let tok = (tokens.llm.round().max(1.0)).min(f64::from(u32::MAX)) as u32;
+    let budget = max_num_batched_tokens.max(tok);
+    let by_encoder = budget / tok;
+    let per_prompt = VLLM_DEFAULT_MM_LIMIT_PER_PROMPT
+        .min(max_model_len / tok)
+        .max(1);
+    let by_decoder = max_num_seqs.max(1).saturating_mul(per_prompt);
+    let items = by_encoder.min(by_decoder).max(1);
+    let tpf = f64::from(tp.max(1));
+    let split = VisionTower {
+        intermediate: ((f64::from(v.intermediate) / tpf).ceil() as u32).max(1),
+        ..v.clone()
+    };
+    let job = Job {
+        arch: Architecture {
+            vision: Some(split),
+            ..arch.clone()
+        },
+        mode: Mode::Inference,
+        precision: if act_bytes >= 4.0 {
+            Precision::Fp32
+        } else {
+            Precision::Pure16
+        },
+        inference: Inference {
+            batch: 1,
+            ..Inference::default()
+        },
+        vision: VisionSettings {
+            images: items,
+            train_tower: false,
+            max_pixels: largest,
+        },
+        ..Job::default()
+    };
+    let b = super::vision::bytes(&job, &super::vision::Rates::default());
+    let width = f64::from(v.out_hidden)
+        * if v.family == VisionFamily::Qwen3Vl {
+            1.0 + f64::from(v.deepstack)
+        } else {
+            1.0
+        };
+    Some(EncoderProfile {
+        items,
+        tokens_per_item: tok,
+        tower_tokens: f64::from(items) * tokens.tower,
+        pixel_bytes: b.pixels * act_bytes / 4.0,
+        output_bytes: f64::from(items) * f64::from(tok) * width * act_bytes,
+        forward_bytes: b.forward,
+    })
+}
+
+/// The whole profiling peak of vLLM V1 on one GPU, bytes: for a text model [`vllm_activation_peak_bytes`];
+/// with a vision tower the larger of the encoder's own peak and the language-model pass with the encoder's
+/// pixels and outputs still held ([`vllm_encoder_profile`]; `profile_run` runs them one after the other and
+/// vLLM measures the peak of the whole function).
+pub fn vllm_profile_peak_bytes(
+    arch: &Architecture,
+    tp: u32,
+    act_bytes: f64,
+    max_num_batched_tokens: u32,
+    max_num_seqs: u32,
+    max_model_len: u32,
+) -> f64 {
+    let text =
+        vllm_activation_peak_bytes(arch, tp, act_bytes, max_num_batched_tokens, max_num_seqs);
+    match vllm_encoder_profile(
+        arch,
+        tp,
+        act_bytes,
+        max_num_batched_tokens,
+        max_num_seqs,
+        max_model_len,
+    ) {
+        Some(e) => (text + e.held_bytes()).max(e.encoder_peak_bytes()),
+        None => text,
+    }
 }
 
 /// CUDA-graph pool on one GPU, GiB: [`CUDA_GRAPH_BASE_GIB`] + [`CUDA_GRAPH_PER_LAYER_GIB`] × layers, 0 with
@@ -805,11 +1041,25 @@ pub fn plan(arch: &Architecture, req: &ServeRequest) -> Result<ServePlan, String
 
 fn paged_plan(arch: &Architecture, req: &ServeRequest, r: &Resolved) -> ServePlan {
     let sglang = r.engine == Engine::Sglang;
-    let weights = req
-        .weights_gib
-        .map_or_else(|| weights_bytes_per_gpu(arch, r.weights, r.tp), |g| g * GIB);
+    // The whole checkpoint is loaded: the language model and, for a VLM, its vision tower and projector.
+    let weights = req.weights_gib.map_or_else(
+        || {
+            weights_bytes_per_gpu(arch, r.weights, r.tp)
+                + vision_weights_bytes_per_gpu(arch, r.weights, r.tp, r.dtype.bytes(), r.mnbt)
+        },
+        |g| g * GIB,
+    );
     let activation = req.activation_peak_gib.map_or_else(
-        || vllm_activation_peak_bytes(arch, r.tp, r.dtype.bytes(), r.mnbt, r.max_num_seqs),
+        || {
+            vllm_profile_peak_bytes(
+                arch,
+                r.tp,
+                r.dtype.bytes(),
+                r.mnbt,
+                r.max_num_seqs,
+                r.max_model_len,
+            )
+        },
         |g| g * GIB,
     );
     let non_torch = req.non_torch_gib.unwrap_or(non_torch_gib(r.tp)) * GIB;
