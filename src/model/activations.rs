@@ -12,13 +12,30 @@ use super::job::{AttentionImpl, Checkpointing, Job, Mode, Module, Precision};
 use super::peft::Method;
 use super::shapes::Shapes;
 
-/// Bytes of one residual-stream element: fp32 under autocast over fp32 weights, else the compute size.
+/// Bytes of one residual-stream element: fp32 under autocast over fp32 weights or over an upcast k-bit model
+/// ([`upcast_kbit_residual`]), else the compute size.
 pub fn residual_bytes(job: &Job) -> f64 {
-    if autocast_over_fp32(job) {
+    if autocast_over_fp32(job) || upcast_kbit_residual(job) {
         4.0
     } else {
         act_bytes(job)
     }
+}
+
+/// Whether a k-bit (QLoRA) training run carries an fp32 residual stream because its trainer upcast every
+/// non-quantized weight to fp32 (`Job::upcast_non_quantized`; PEFT `prepare_model_for_kbit_training`).
+/// The embedding's output is then fp32, each RMSNorm multiplies its fp32 weight by its input (the product
+/// stays fp32, transformers `LlamaRMSNorm.forward`), and the residual adds keep fp32 (type promotion of
+/// fp32 + bf16); the quantized linears cast their input to the compute dtype themselves (bitsandbytes
+/// `Linear4bit.forward`). This upcast is what Unsloth reported slowing QLoRA down and what
+/// fms-acceleration's bnb plugin removes (`plugins/accelerated-peft/README.md`, "fix upcasting"): on its
+/// benchmark, Mistral-7B at 4 × 4096 tokens with checkpointing holds 19.25 GiB with the upcast and 15.25
+/// without, 4 GiB = 2 B × 4096 × 32 layers × 16384 tokens: the checkpointed inputs in fp32 instead of bf16.
+pub fn upcast_kbit_residual(job: &Job) -> bool {
+    job.upcast_non_quantized
+        && job.weights.is_quantized()
+        && job.is_training()
+        && matches!(job.mode, Mode::Lora | Mode::Qlora)
 }
 
 /// Bytes of one activation element: 2 under bf16/fp16 compute, 4 in fp32.

@@ -53,7 +53,7 @@ impl BandKind {
         match self {
             BandKind::Full => (0.69, 1.26),
             BandKind::Lora => (0.99, 1.36),
-            BandKind::Qlora => (0.88, 1.40),
+            BandKind::Qlora => (0.74, 1.25),
             BandKind::Inference => (0.95, 1.05),
         }
     }
