@@ -129,7 +129,7 @@ fn ppo_full_model_shares_by_hand() {
     assert!(close(e.gpu_bytes(Component::Gradients), 16_060_522_496.0));
 }
 
-/// PPO with LoRA r = 16 on all linear modules: one backbone. Adapters per layer: q 16 × (4096 + 4096) =
+/// PPO with LoRA r = 16 on all linear modules under LLaMA-Factory: one backbone. Adapters per layer: q 16 × (4096 + 4096) =
 /// 131,072, k and v 16 × (4096 + 1024) = 81,920 each, o 131,072, gate/up/down 16 × (4096 + 14,336) =
 /// 294,912 each: 1,310,720 per layer, 41,943,040 in all, 167,772,160 B in fp32.
 /// - reward model: a second adapter (167,772,160 B) and its head, (4096 + 1) × 4 = 16,388 B: 167,788,548 B;
@@ -144,6 +144,7 @@ fn ppo_full_model_shares_by_hand() {
 #[test]
 fn ppo_lora_shares_the_backbone_by_hand() {
     let mut job = Job {
+        stack: Stack::LlamaFactory,
         objective: Objective::Ppo,
         reference: Reference::DisabledAdapters,
         micro_batch: 1,
@@ -160,6 +161,34 @@ fn ppo_lora_shares_the_backbone_by_hand() {
     assert_eq!(e.phase, Phase::Generation);
     assert!(close(e.gpu_bytes(Component::Logits), 1_050_673_152.0));
     assert!(close(e.gpu_bytes(Component::KvCache), 2_415_919_104.0));
+}
+
+/// PPO with LoRA under TRL (≥ 0.12, the generic stack): only the policy has adapters; the value model is a
+/// whole Llama with a 1-wide head (7,504,928,768 parameters, as in the full PPO case above) trained in full
+/// in pure bf16, and the reward model a whole frozen copy:
+/// - reward model: 7,504,928,768 × 2 = 15,009,857,536 B;
+/// - value model at the optimizer step: weights 15,009,857,536 + 16-bit AdamW moments 30,019,715,072 +
+///   gradients 15,009,857,536 + the foreach temporary 15,009,857,536 = 75,049,287,680 B;
+/// - reference: the base with adapters disabled, nothing.
+///
+/// The critic's step (30 GB of gradients and temporary) outweighs backward over 512 tokens.
+#[test]
+fn ppo_lora_under_trl_trains_a_separate_critic_by_hand() {
+    let mut job = Job {
+        objective: Objective::Ppo,
+        reference: Reference::DisabledAdapters,
+        micro_batch: 1,
+        grad_accum: 1,
+        seq_len: 256,
+        ..Job::default()
+    };
+    job.grpo.completion_tokens = 256;
+    assert_eq!(job.stack, Stack::Generic);
+    let e = estimate(&job);
+    assert_eq!(e.phase, Phase::OptimizerStep);
+    assert_eq!(e.gpu_bytes(Component::ReferenceModel), 0.0);
+    assert!(close(e.gpu_bytes(Component::RewardModel), 15_009_857_536.0));
+    assert!(close(e.gpu_bytes(Component::ValueModel), 75_049_287_680.0));
 }
 
 /// vLLM sleep mode takes the engine's share out of the training step and leaves it in the rollout. With

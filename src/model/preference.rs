@@ -9,6 +9,7 @@
 
 use super::arch::ParamCounts;
 use super::job::{Job, Mode, Parallelism};
+use super::stack::Stack;
 use serde::{Deserialize, Serialize};
 
 /// The training objective.
@@ -230,17 +231,19 @@ pub fn scalar_head_params(p: &ParamCounts, hidden: u32) -> ParamCounts {
     }
 }
 
-/// Whether PPO's value model (critic) shares the policy's backbone. With LoRA/QLoRA it does: the policy is
-/// the frozen base plus adapters, and the critic is a scalar value head on the same backbone (TRL
-/// `AutoModelForCausalLMWithValueHead`, `ValueHead.summary = nn.Linear(hidden, 1)`, used by TRL ≤ 0.11's
-/// `PPOTrainer` and by LLaMA-Factory's PPO stage, `create_model(..., add_valuehead=True)`); the reward model
-/// is a second adapter on that backbone (LLaMA-Factory `reward_model_type: lora`, its default) and the
-/// reference is the base with adapters disabled. One forward gives logits and values, so the critic adds no
-/// activations. Without PEFT the critic is a model of its own (TRL ≥ 0.12 `PPOTrainer` `value_model`,
-/// OpenRLHF's critic), trained like the policy. (TRL ≥ 0.12 with a `peft_config` wraps only the policy and
-/// trains a separate `value_model` in full; that setup is estimated as full PPO.)
-pub fn value_shares_backbone(mode: Mode) -> bool {
-    matches!(mode, Mode::Lora | Mode::Qlora)
+/// Whether PPO's value model (critic) shares the policy's backbone: with LoRA/QLoRA under LLaMA-Factory. Its
+/// PPO stage puts a scalar value head on the policy's backbone (`create_model(..., add_valuehead=True)`, TRL's
+/// `AutoModelForCausalLMWithValueHead`, `ValueHead.summary = nn.Linear(hidden, 1)`, which TRL ≤ 0.11's
+/// `PPOTrainer` also used); the reward model is a second adapter on that backbone (LLaMA-Factory
+/// `reward_model_type: lora`, its default) and the reference is the base with adapters disabled. One forward
+/// gives logits and values, so the critic adds no activations.
+///
+/// Everywhere else the critic is a model of its own: TRL ≥ 0.12's `PPOTrainer` takes a separate
+/// `value_model` and `reward_model` (`trl/trainer/ppo_trainer.py`; with a `peft_config` only the policy is
+/// wrapped in adapters, `PolicyAndValueWrapper` still trains the whole value model), as does OpenRLHF's
+/// critic (see `side_models::side_models`).
+pub fn value_shares_backbone(mode: Mode, stack: Stack) -> bool {
+    matches!(mode, Mode::Lora | Mode::Qlora) && stack == Stack::LlamaFactory
 }
 
 /// Whether a reference copy of the weights sits on the GPU.

@@ -62,10 +62,13 @@ pub struct SideModels {
 ///   share of parameters, `r = N_v / N` in full fine-tuning, 1 when both train the same layers), and in
 ///   backward it keeps the activations of its own forward over the micro-batch, the policy's without the
 ///   vocabulary logits.
-/// - PPO with PEFT: the critic is a value head `Linear(h, 1)` on the shared backbone, trained in fp32
-///   (weight, gradient and optimizer states: 4 + 4 + the optimizer's bytes per parameter), and the reward
-///   model a second adapter of the policy's size plus its head, in fp32 (PEFT's adapter dtype); neither
-///   adds activations (one forward gives logits and values).
+/// - PPO with PEFT under LLaMA-Factory (`preference::value_shares_backbone`): the critic is a value head
+///   `Linear(h, 1)` on the shared backbone, trained in fp32 (weight, gradient and optimizer states: 4 + 4 +
+///   the optimizer's bytes per parameter), and the reward model a second adapter of the policy's size plus
+///   its head, in fp32 (PEFT's adapter dtype); neither adds activations (one forward gives logits and
+///   values).
+/// - PPO with PEFT elsewhere (TRL ≥ 0.12): only the policy carries adapters; the critic is a whole model
+///   trained in full and the reward model a whole frozen one ([`separate_critic`]).
 /// - GRPO's colocated vLLM engine holds its share of the GPU (weights and KV cache) while it generates.
 ///   With sleep mode TRL puts it to sleep after each generation (`llm.sleep(level=2)`,
 ///   `trl/generation/vllm_generation.py`, woken with `wake_up` before the next), and level 2 "discards both
@@ -81,11 +84,20 @@ pub fn side_models(job: &Job, s: &Shapes, policy: &Policy) -> SideModels {
         out.reference = w.quantized + w.plain;
     }
     let ppo = training && job.objective == Objective::Ppo;
-    if ppo && preference::value_shares_backbone(job.mode) {
+    if ppo && preference::value_shares_backbone(job.mode, job.stack) {
         let head = f64::from(arch.hidden) + 1.0;
         out.value_static = head * (4.0 + policy.optimizer.per_param);
         out.value_grads = head * 4.0;
         out.reward = policy.adapters + head * 4.0;
+    } else if ppo && peft_job {
+        let critic = separate_critic(job);
+        out.value_weights = critic.weights;
+        out.value_static = critic.weights + critic.resident;
+        out.value_paged = critic.paged;
+        out.value_grads = critic.grads;
+        out.value_step = critic.step_temp;
+        out.value_acts = critic.saved;
+        out.reward = critic.weights;
     } else if ppo {
         let v = preference::scalar_head_params(p, arch.hidden);
         let plain = |c: &ParamCounts| if s.quantized { c.non_linear } else { c.total };
@@ -139,4 +151,54 @@ pub fn rollout_extras(
         0.0
     };
     (gathered, kept_scores)
+}
+
+/// A PPO critic that is a model of its own, trained in full beside a PEFT policy, on the busiest GPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Critic {
+    /// Its weights (also the reward model's: the same architecture, frozen).
+    weights: f64,
+    /// Master copy and allocator-held optimizer states.
+    resident: f64,
+    /// Paged optimizer states.
+    paged: f64,
+    grads: f64,
+    step_temp: f64,
+    /// Activations at its backward's peak (no vocabulary logits).
+    saved: f64,
+}
+
+/// TRL ≥ 0.12's `PPOTrainer` with a `peft_config`: the policy gets adapters, but `value_model` (an
+/// `AutoModelForSequenceClassification` with `num_labels=1`, loaded like the policy without its
+/// quantization) is trained whole by the same optimizer in the same backward (`PolicyAndValueWrapper`), and
+/// `reward_model` is a whole frozen copy. Each is the policy's architecture with a scalar head
+/// (`preference::scalar_head_params`); the critic's terms are a full fine-tune's of that architecture (the
+/// same weight, gradient, optimizer and activation terms, with a full job's rates, scaled from the LM-head
+/// model to the scalar-head one), and its activations those of its own forward over the micro-batch.
+fn separate_critic(job: &Job) -> Critic {
+    use super::job::WeightFormat;
+    let full = Job {
+        mode: Mode::Full,
+        weights: if job.weights.is_quantized() {
+            WeightFormat::Bf16
+        } else {
+            job.weights
+        },
+        ..job.clone()
+    };
+    let s = Shapes::of(&full);
+    let v = preference::scalar_head_params(&s.params, full.arch.hidden);
+    let r = v.total / s.params.total.max(1.0);
+    let w = super::weights::weight_bytes(&full, &s);
+    let o = super::optimizer::optimizer(&full, &s);
+    let g = super::gradients::gradients(&full, &s);
+    let b = super::activations::backward_peak(&full, &s, 0.0);
+    Critic {
+        weights: (w.quantized + w.plain) * r,
+        resident: (o.master + o.states_allocated()) * r,
+        paged: o.states_paged() * r,
+        grads: g.stored * r,
+        step_temp: o.step_temp * r,
+        saved: b.activations + b.scores,
+    }
 }
