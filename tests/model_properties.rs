@@ -448,15 +448,28 @@ fn hand_derived_dpo_reference_and_pairs() {
         e.gpu_bytes(Component::ReferenceModel),
         8_030_261_248.0 * 2.0
     );
-    // Chosen + rejected: the logits of 2 × 2 sequences, as SFT with micro-batch 4.
-    let sft4 = estimate(&Job {
-        micro_batch: 4,
-        ..sft.clone()
-    });
+    // Chosen + rejected: 2 × 2 sequences of 2048 tokens, N = 8192. LLaMA-Factory's DPO loss builds their
+    // full logits, 12 B × 8192 × 128,256 = 12,608,077,824 B, as SFT with micro-batch 4 would.
+    let loss_of = |job: &Job| {
+        let (job, _) = vramfit::model::normalize::normalize(job);
+        vramfit::model::loss::loss_bytes(&job, &vramfit::model::shapes::Shapes::of(&job))
+    };
+    let factory = Job {
+        stack: Stack::LlamaFactory,
+        ..dpo.clone()
+    };
+    assert_eq!(loss_of(&factory), 12_608_077_824.0);
     assert_eq!(
-        e.gpu_bytes(Component::Logits),
-        sft4.gpu_bytes(Component::Logits)
+        loss_of(&Job {
+            micro_batch: 4,
+            ..sft.clone()
+        }),
+        12_608_077_824.0
     );
+    // TRL's fused head: a 4096 × 32,768 bf16 tile (268,435,456 B), the hidden states, their fp32 gradient and
+    // its cast, 8192 × 4096 × (2 + 4 + 2) = 268,435,456 B, and the trained head's fp32 gradient and cast,
+    // 128,256 × 4096 × 6 = 3,152,019,456 B: 3,688,890,368 B.
+    assert_eq!(loss_of(&dpo), 3_688_890_368.0);
     let lora = Job {
         mode: Mode::Lora,
         reference: Reference::DisabledAdapters,

@@ -1,8 +1,9 @@
 //! The loss: logits and cross-entropy buffers at the loss's backward.
 
-use super::job::{Job, LossImpl};
-use super::preference;
+use super::job::{Job, LossImpl, Mode};
+use super::preference::{self, Objective};
 use super::shapes::Shapes;
+use super::stack::Stack;
 
 /// Bytes per (token × vocab) element at the loss's backward peak.
 ///
@@ -25,16 +26,66 @@ pub fn loss_bytes_per_logit(loss: LossImpl) -> f64 {
 
 /// The loss's bytes on the busiest GPU of a training step: [`loss_bytes_per_logit`] × tokens × vocabulary,
 /// split by tensor parallelism (a vocabulary-parallel LM head). A reward model's scalar head makes no
-/// vocabulary logits; GRPO computes the completion's only (`preference::logit_share`).
+/// vocabulary logits; GRPO computes the completion's only (`preference::logit_share`); TRL's DPO never
+/// builds the logits ([`trl_dpo_fused_head_bytes`]); TRL's SimPO keeps 8 B per logit ([`TRL_SIMPO_PER_LOGIT`]).
 pub fn loss_bytes(job: &Job, s: &Shapes) -> f64 {
     if !job.objective.has_vocab_logits() {
         return 0.0;
     }
-    loss_bytes_per_logit(job.loss)
-        * s.tokens
-        * preference::logit_share(job)
-        * f64::from(job.arch.vocab)
-        / s.tensor_split
+    if job.objective == Objective::Dpo && runs_trl_preference_code(job.stack) {
+        return trl_dpo_fused_head_bytes(job, s);
+    }
+    let per_logit = if job.objective == Objective::Simpo
+        && job.loss == LossImpl::Fp32Logits
+        && runs_trl_preference_code(job.stack)
+    {
+        TRL_SIMPO_PER_LOGIT
+    } else {
+        loss_bytes_per_logit(job.loss)
+    };
+    per_logit * s.tokens * preference::logit_share(job) * f64::from(job.arch.vocab) / s.tensor_split
+}
+
+/// Whether the stack trains preference objectives with TRL's own trainers (`DPOTrainer`, `CPOTrainer`): the
+/// HF Trainer scripts (`trl dpo`) and the generic stack. LLaMA-Factory, ms-swift and the others subclass or
+/// replace their loss code.
+fn runs_trl_preference_code(stack: Stack) -> bool {
+    matches!(stack, Stack::Generic | Stack::HfTrainer)
+}
+
+/// Bytes per logit of TRL's SimPO (`CPOTrainer` with `loss_type="simpo"` and `cpo_alpha=0`): no NLL term
+/// (`trl/experimental/cpo/cpo_trainer.py`), so the only logit work is TRL's Triton log-softmax
+/// (`trl/kernels/logprob_entropy.py`), which keeps the fp32 logits and one fp32 gradient: 4 + 4. Measured
+/// by the fake-tensor oracle running TRL 1.16 (`tests/golden_preference.rs`).
+pub const TRL_SIMPO_PER_LOGIT: f64 = 8.0;
+
+/// TRL ≥ 1.0 `DPOTrainer`: the policy and the reference run with a fused LM head (`add_fused_lm_head`,
+/// `model(..., fused_lm_head=True)` in `_compute_loss`, `trl/trainer/dpo_trainer.py`), whose
+/// `ChunkedLogProbFunction` (`trl/kernels/chunked_logprob.py`) projects 4096-token × 32768-vocabulary tiles
+/// into one reused buffer and keeps per-token fp32 statistics only: no `[2B, S, V]` logits. At its backward
+/// (the oracle's peak op on DPO jobs without checkpointing) it holds, over the N = 2B·S tokens of the chosen
+/// and rejected sequences:
+/// - the tile buffer, min(N, 4096) × 32768 × 2 B;
+/// - the compact hidden states saved for backward (`hidden_states[mask]`, `trl/trainer/utils.py`), N·H·2 B;
+/// - the hidden states' fp32 gradient and its 16-bit cast, N·H·(4 + 2) B;
+/// - when the LM head trains (full fine-tuning, `modules_to_save` on the head), its fp32 gradient and the
+///   cast, V·H·(4 + 2) B.
+///
+/// A tensor-parallel rank holds its vocabulary share of the tile and of the head's gradient.
+pub fn trl_dpo_fused_head_bytes(job: &Job, s: &Shapes) -> f64 {
+    let n = s.tokens;
+    let h = f64::from(job.arch.hidden);
+    let v = f64::from(job.arch.vocab);
+    let tile = n.min(4096.0) * v.min(32768.0) * 2.0 / s.tensor_split;
+    let hidden = n * h * (2.0 + 4.0 + 2.0);
+    let head_trains = job.mode == Mode::Full
+        || (matches!(job.mode, Mode::Lora | Mode::Qlora) && job.lora.train_lm_head);
+    let head = if head_trains {
+        v * h * (4.0 + 2.0) / s.tensor_split
+    } else {
+        0.0
+    };
+    tile + hidden + head
 }
 
 #[cfg(test)]

@@ -1,0 +1,213 @@
+//! Preference tuning (DPO with a reference copy, DPO with PEFT's disabled-adapter reference, ORPO, SimPO)
+//! against the fake-tensor oracle running TRL's own loss code (`tests/data/golden-preference.jsonl`, made by
+//! `scripts/golden-preference.py`; TRL 1.16.0 on torch 2.15 / transformers 5.24 / peft 0.21): trainable
+//! parameters exactly, and `max_memory_allocated` of two training steps with TRL's defaults (bf16 autocast on
+//! bf16 weights, fused AdamW, `max_grad_norm=1.0`).
+//!
+//! Jobs where vramfit's model lacks a mechanism the oracle shows are listed in [`KNOWN_GAPS`] with that
+//! mechanism; they are printed but held to no tolerance, and must stay gaps (a fixed one fails the test, so
+//! that it is moved back under the 3% rule). Every other job must be within 3%.
+#![cfg(not(target_arch = "wasm32"))]
+
+use serde_json::Value;
+use vramfit::catalog;
+use vramfit::model::preference::{Objective, Reference};
+use vramfit::model::*;
+
+const GRID: &str = include_str!("data/golden-preference.jsonl");
+const GIB: f64 = 1_073_741_824.0;
+const TOLERANCE_PCT: f64 = 3.0;
+
+/// `bf16=True` (TRL's default) on a bf16-loaded model: accelerate wraps the forward in
+/// `torch.autocast(bfloat16)` (accelerate/accelerator.py:1830/:1835). PEFT casts each adapter input to the
+/// adapter's fp32 dtype (peft/tuners/lora/layer.py:1100) and autocast casts it back to bf16 for `lora_A`,
+/// so autograd saves a 2-byte copy of every adapted module's input, not vramfit's 4-byte one (`Precision::Pure16`
+/// has no autocast). Without checkpointing that is every layer's adapter inputs: vramfit +13..+18% on ORPO
+/// (whose loss terms match), +19..+30% on DPO even with `LossImpl::Fused`; the `-noamp` twins of those jobs
+/// come within 0.5% with `Fused`.
+const AUTOCAST_LORA: &str =
+    "bf16 autocast over bf16 weights (TRL bf16=True): PEFT's fp32 adapter inputs are \
+     re-cast to bf16 for the adapter matmul, so the saved copies are 2 B, not vramfit's 4 B";
+
+/// ORPO and CPO call the model without labels (trl/experimental/orpo/orpo_trainer.py:770-777), so transformers'
+/// fp32 loss upcast never runs: the logits are fp32 only because accelerate's bf16 wrapper converts every output
+/// to fp32 (`convert_outputs_to_fp32`, accelerator.py:1830). With bf16=False they stay bf16 (6 B less per
+/// logit than vramfit's 12) and TRL's Triton `selective_log_softmax` (trl/trainer/utils.py:572,
+/// trl/kernels/logprob_entropy.py:192/:208) keeps them and one bf16 gradient.
+const NO_AMP_LOGITS: &str =
+    "bf16=False: no accelerate fp32 output copy, the logits stay bf16 through TRL's \
+     Triton selective_log_softmax (vramfit still charges fp32 logits)";
+
+/// DPO with PEFT and no `ref_model`: the reference is the policy inside `use_adapter(model, None)` (=
+/// `disable_adapter()`, trl/trainer/dpo_trainer.py:1333-1336), run under `torch.no_grad()` *after* the policy
+/// forward (:1299) and before backward. Without checkpointing every layer's saved activations are then alive
+/// while the reference forward's one-layer working set (the MLP's gate/up/product, `B·2·S·I` 16-bit each)
+/// runs on top: the oracle's peak is in `forward`, at `layers.1.mlp` `aten.mul` (no grad). vramfit has no
+/// phase for the reference forward (its peak candidates are backward, end of backward and the optimizer step);
+/// on top of that these jobs carry the autocast gap above.
+const REF_FORWARD: &str = "disabled-adapter reference forward (no_grad) runs after the policy forward, so its \
+     one-layer working set sits on every saved activation: the oracle peaks in forward; vramfit has no such \
+     phase (plus the autocast gap)";
+
+/// `(id pattern, mechanism)`: jobs whose miss is explained, not tolerated. A pattern matches an id that
+/// contains it; one ending in `$` must end the id. First match wins.
+const KNOWN_GAPS: &[(&str, &str)] = &[
+    ("llama-3.2-1b/dpo-lora-disabled-nockpt-2x2048$", REF_FORWARD),
+    ("llama-3.1-8b/dpo-lora-disabled-nockpt-1x1024$", REF_FORWARD),
+    ("llama-3.1-8b/dpo-lora-disabled-nockpt-2x2048$", REF_FORWARD),
+    ("dpo-lora-disabled-nockpt-1x1024$", AUTOCAST_LORA),
+    ("dpo-lora-disabled-nockpt-2x2048$", AUTOCAST_LORA),
+    ("llama-3.2-1b/dpo-lora-disabled-ckpt-2x2048$", AUTOCAST_LORA),
+    ("qwen2.5-0.5b/dpo-lora-disabled-ckpt-2x2048$", AUTOCAST_LORA),
+    ("orpo-lora-nockpt-", AUTOCAST_LORA),
+    ("simpo-lora-nockpt-", AUTOCAST_LORA),
+    ("orpo-lora-ckpt-2x2048-noamp", NO_AMP_LOGITS),
+];
+
+/// DPO jobs that `LossImpl::Fused` must describe within the tolerance (see the assertion).
+const FUSED_EXACT: &[&str] = &[
+    "/dpo-full-refcopy-ckpt-",
+    "/dpo-lora-disabled-ckpt-2x2048-noamp",
+    "/dpo-lora-disabled-nockpt-2x2048-noamp",
+];
+
+fn job_of(rec: &Value, loss: LossImpl) -> Job {
+    let arch = catalog::model(rec["model"].as_str().unwrap())
+        .unwrap()
+        .arch()
+        .clone();
+    let j = &rec["job"];
+    let lora = j["mode"].as_str().unwrap() == "lora";
+    Job {
+        arch,
+        stack: Stack::Generic,
+        mode: if lora { Mode::Lora } else { Mode::Full },
+        weights: WeightFormat::Bf16,
+        precision: Precision::Pure16,
+        optimizer: Optimizer::Adamw,
+        // `adamw_torch_fused` (the transformers default): no parameter-sized step temporary.
+        optimizer_step_temp: j["optimizer"].as_str().unwrap() != "adamw_fused",
+        lora: Lora {
+            rank: j["lora"]["r"].as_u64().unwrap() as u32,
+            targets: Module::ALL.to_vec(),
+            dropout: false,
+            ..Lora::default()
+        },
+        // Pairs per device; vramfit doubles them for paired objectives (`Objective::sequences_per_example`).
+        micro_batch: j["batch_size"].as_u64().unwrap() as u32,
+        seq_len: j["seq_len"].as_u64().unwrap() as u32,
+        grad_accum: 1,
+        checkpointing: if j["gradient_checkpointing"].as_bool().unwrap() {
+            Checkpointing::Layer
+        } else {
+            Checkpointing::Off
+        },
+        attention: AttentionImpl::Sdpa,
+        loss,
+        objective: match rec["objective"].as_str().unwrap() {
+            "dpo" => Objective::Dpo,
+            "orpo" => Objective::Orpo,
+            "simpo" => Objective::Simpo,
+            other => panic!("objective {other}"),
+        },
+        reference: match rec["reference"].as_str().unwrap() {
+            "copy" => Reference::Copy,
+            "disabled-adapters" => Reference::DisabledAdapters,
+            "none" => Reference::None,
+            other => panic!("reference {other}"),
+        },
+        ..Job::default()
+    }
+}
+
+fn known_gap(id: &str) -> Option<&'static str> {
+    KNOWN_GAPS
+        .iter()
+        .find(|(pat, _)| match pat.strip_suffix('$') {
+            Some(end) => id.ends_with(end),
+            None => id.contains(pat),
+        })
+        .map(|(_, why)| *why)
+}
+
+#[test]
+fn preference_tuning_matches_the_oracle_running_trl() {
+    let mut report = String::new();
+    let mut errs = Vec::new();
+    let mut fused_errs = Vec::new();
+    for line in GRID.lines().filter(|l| !l.trim().is_empty()) {
+        let rec: Value = serde_json::from_str(line).unwrap();
+        if rec.get("error").is_some() {
+            continue;
+        }
+        let id = rec["id"].as_str().unwrap();
+        // The loss vramfit assumes for a TRL job (`Stack::loss`: full fp32 logits, which `loss::loss_bytes`
+        // replaces with TRL's fused head for DPO and 8 B per logit for SimPO), and, for comparison, a fused
+        // linear + cross-entropy kernel (`LossImpl::Fused`).
+        let e = estimate(&job_of(&rec, LossImpl::Fp32Logits));
+        let fused = estimate(&job_of(&rec, LossImpl::Fused));
+        let trainable = rec["params_trainable"].as_f64().unwrap();
+        assert_eq!(e.trainable_params, trainable, "{id}: trainable parameters");
+        let oracle = rec["peak_allocated_bytes"].as_f64().unwrap();
+        let err = (e.peak_allocated - oracle) / oracle * 100.0;
+        let err_fused = (fused.peak_allocated - oracle) / oracle * 100.0;
+        let gap = known_gap(id);
+        report += &format!(
+            "{id:<46} oracle {:>7.3} GiB  vramfit {:>7.3} GiB  {err:+7.1}%   (fused-loss {:>7.3} GiB {err_fused:+7.1}%){}\n",
+            oracle / GIB,
+            e.peak_allocated / GIB,
+            fused.peak_allocated / GIB,
+            if gap.is_some() { "  [known gap]" } else { "" }
+        );
+        errs.push((id.to_string(), err, gap));
+        fused_errs.push((id.to_string(), err_fused));
+    }
+    let mut abs: Vec<f64> = errs.iter().map(|(_, e, _)| e.abs()).collect();
+    abs.sort_by(f64::total_cmp);
+    let median = abs[abs.len() / 2];
+    let mut rest: Vec<f64> = errs
+        .iter()
+        .filter(|(_, _, g)| g.is_none())
+        .map(|(_, e, _)| e.abs())
+        .collect();
+    rest.sort_by(f64::total_cmp);
+    println!(
+        "{report}golden preference: n={} median_abs_pct={median:.2} max_abs_pct={:.2} \
+         (outside KNOWN_GAPS: n={} max_abs_pct={:.2})",
+        abs.len(),
+        abs[abs.len() - 1],
+        rest.len(),
+        rest.last().copied().unwrap_or(0.0)
+    );
+    for (pat, why) in KNOWN_GAPS {
+        println!("known gap {pat}: {why}");
+    }
+    assert!(abs.len() >= 50, "only {} oracle jobs", abs.len());
+    let misses: Vec<_> = errs
+        .iter()
+        .filter(|(_, e, g)| g.is_none() && e.abs() > TOLERANCE_PCT)
+        .collect();
+    assert!(
+        misses.is_empty(),
+        "outside {TOLERANCE_PCT}%: {misses:?}\n{report}"
+    );
+    // What the fused-head column shows where no other gap applies (full tuning with checkpointing, and
+    // the `-noamp` LoRA twins): `LossImpl::Fused` describes TRL >= 1.0 DPO within the tolerance there.
+    let fused_misses: Vec<_> = fused_errs
+        .iter()
+        .filter(|(id, _)| FUSED_EXACT.iter().any(|p| id.contains(p)))
+        .filter(|(_, e)| e.abs() > TOLERANCE_PCT)
+        .collect();
+    assert!(
+        fused_misses.is_empty(),
+        "DPO with LossImpl::Fused outside {TOLERANCE_PCT}%: {fused_misses:?}"
+    );
+    let fixed: Vec<_> = errs
+        .iter()
+        .filter(|(_, e, g)| g.is_some() && e.abs() <= TOLERANCE_PCT)
+        .collect();
+    assert!(
+        fixed.is_empty(),
+        "known gaps now within {TOLERANCE_PCT}%: remove them from KNOWN_GAPS: {fixed:?}"
+    );
+}
