@@ -1152,7 +1152,7 @@ mod tests {
         assert_eq!((bf16.elements, bf16.bytes), (32, 64));
         assert_eq!(
             dtype_list(&h.by_dtype),
-            "U8 0.00 GiB, BF16 0.00 GiB, F4 0.00 GiB, F32 0.00 GiB"
+            "U8 97 B, BF16 64 B, F4 3 B, F32 0.00 GiB"
         );
     }
 
