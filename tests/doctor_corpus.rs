@@ -39,8 +39,6 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
     ("f-rvcwebui-94", "the size is printed in decimal GB"),
     ("f-ronin-51", "only \"file cannot be opened\"; the thread found a full disk"),
     ("f-vitsft-397", "ENOSPC on a path that does not say it is /dev/shm"),
-    ("f-cloudcmd-440", "exit 137 with OOMKilled false: the thread never settled the cause"),
-    ("f-mozaddons-5259", "a bare kill whose thread never settled the cause"),
     ("f-antmmf-26", "CUBLAS_STATUS_ALLOC_FAILED from a device-selection bug"),
     ("f-followyourcanvas-2", "a misspelled segfault line (\"Segmentation fauld\")"),
     // The third unseen batch (measured before its rules were written; see README):
@@ -48,7 +46,6 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
     ("g-ds-4571", "DeepSpeed \"Killing subprocess\" lines with no return code"),
     ("g-dsdisk-1785", "datasets' \"Not enough disk space\" from a faulty free-space check: the text says disk"),
     ("g-dsdisk-2972", "datasets' \"Not enough disk space\" from a faulty free-space check: the text says disk"),
-    ("g-killed-stgan-35", "a bare \"Killed\" reads as the OOM killer; the thread never settled it"),
     ("g-ktrans-1481", "the cause is only in the user's own note beside the log"),
     ("g-ktrans-oomtable-637", "the OOM killer's process table without its header or verdict line"),
     ("g-ollama-backendbuf-5941", "\"unable to allocate backend buffer\" names no device; the thread never settled it"),
@@ -65,6 +62,8 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
     ("h-damoyolo-cudnn-notinit-20", "CUDNN_STATUS_NOT_INITIALIZED, which the thread fixed with a smaller batch"),
     ("h-nccl-ipchost-473", "NCCL's 'unhandled system error' that --ipc=host fixed: the paste does not say shm"),
     ("h-tgi-falcon-numheads-1354", "a sharding ValueError in TGI's model code, no runtime format"),
+    // The fifth unseen batch (measured before its rules were written; see README):
+    ("i-ort-bfc-16307", "ONNX Runtime's arena message with no device named in the paste (its CPU arena prints it too)"),
 ];
 
 #[test]
@@ -74,6 +73,7 @@ fn every_corpus_case_is_classified_and_its_figures_extracted() {
     let mut known = 0;
     let mut total = 0;
     let mut held_out = (0, 0);
+    let mut look_alikes_called_memory = 0;
     let mut kinds = std::collections::BTreeMap::<String, usize>::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let case: Value = serde_json::from_str(line).unwrap();
@@ -89,6 +89,9 @@ fn every_corpus_case_is_classified_and_its_figures_extracted() {
         let is_held_out = case["held_out"].as_bool().unwrap_or(false);
         held_out.1 += usize::from(is_held_out);
         if kind_id(d.kind) != want {
+            // A look-alike (labelled not memory) that the doctor calls GPU or host memory.
+            look_alikes_called_memory +=
+                usize::from(want == "not-memory" && matches!(d.kind, Kind::Gpu | Kind::Host));
             if KNOWN_MISSES.iter().any(|(k, _)| *k == id) {
                 known += 1;
             } else {
@@ -109,7 +112,7 @@ fn every_corpus_case_is_classified_and_its_figures_extracted() {
         }
     }
     println!(
-        "doctor corpus: {} of {total} correct, {known} known misses; held-out part {} of {} ({kinds:?})",
+        "doctor corpus: {} of {total} correct, {known} known misses, {look_alikes_called_memory} look-alikes called memory; held-out part {} of {} ({kinds:?})",
         total - failures.len() - known,
         held_out.0,
         held_out.1

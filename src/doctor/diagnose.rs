@@ -166,6 +166,14 @@ pub enum Hint {
     KernelResources,
     /// llama.cpp's context is full of tokens: a larger `-c`, fewer `--parallel` slots, shorter prompts.
     ContextFull,
+    /// A CUDA library, the driver or the CUDA build itself is missing: install the matching build or library.
+    MissingLibrary,
+    /// The device or backend cannot run this data type or operation (bf16 before compute capability 8.0, an
+    /// operator MPS lacks, a query XPU lacks).
+    UnsupportedOnDevice,
+    /// The files do not fit the code: a checkpoint for another model, an architecture the library does not
+    /// know, a pickle `torch.load` refuses, an input buffer smaller than its shape.
+    ModelMismatch,
 }
 
 /// The doctor's answer.
@@ -491,8 +499,13 @@ const GGML_VULKAN: Rule = any(
 );
 /// ggml `ggml-backend.cpp` (`ggml_backend_cpu_buffer_type_alloc_buffer`): "failed to allocate buffer of size
 /// N" — host RAM.
+/// Before February 2024 the same function asserted instead (`GGML_ASSERT(data != NULL && "failed to allocate
+/// buffer")` after `malloc`, ggml `ggml-backend.c`): the quoted reason is host RAM too.
 const GGML_CPU_ALLOC: Rule = any(
-    &["cpu_buffer_type_alloc_buffer: failed to allocate"],
+    &[
+        "cpu_buffer_type_alloc_buffer: failed to allocate",
+        "&& \"failed to allocate buffer\"",
+    ],
     Kind::Host,
     Source::LlamaCpp,
 );
@@ -503,11 +516,16 @@ const GGML_HOST_BUFFER: Rule = check(ggml_host_buffer, Kind::Host, Source::Llama
 /// See [`GGML_HOST_BUFFER`]: a device buffer type (CUDA0, ROCm0, Metal, Vulkan0, backend, …).
 const GGML_DEVICE_BUFFER: Rule = check(ggml_device_buffer, Kind::Gpu, Source::LlamaCpp);
 /// Apple IOGPU `kIOGPUCommandBufferCallbackErrorOutOfMemory` ("Insufficient Memory (00000008:…)") as MLX
-/// `mlx/backend/metal` ("[METAL] Command buffer execution failed: Insufficient Memory") and ggml-metal report it.
+/// `mlx/backend/metal` ("[METAL] Command buffer execution failed: Insufficient Memory") and ggml-metal report it;
+/// Metal `MTLCommandBuffer.h` `MTLCommandBufferErrorOutOfMemory` (= 8) as an `NSError` prints it:
+/// `Error Domain=MTLCommandBufferErrorDomain Code=8 "Insufficient Memory (IOAF code 8)"`.
 const METAL_CMDBUF: Rule = any(
     &[
         "kiogpucommandbuffercallbackerroroutofmemory",
         "command buffer execution failed: insufficient memory",
+        "mtlcommandbuffererroroutofmemory",
+        "mtlcommandbuffererrordomain code=8 ",
+        "insufficient memory (ioaf code 8)",
     ],
     Kind::Gpu,
     Source::Metal,
@@ -678,6 +696,16 @@ const CPU_ALLOC: Rule = any(
     Kind::Host,
     Source::CpuAllocator,
 );
+/// CTranslate2 `src/cpu/allocator.cc` (faster-whisper, …): "mkl_malloc: failed to allocate memory",
+/// "aligned_alloc: failed to allocate memory" — its CPU allocators when `mkl_malloc` / `posix_memalign` fail.
+const CT2_CPU_ALLOC: Rule = any(
+    &[
+        "mkl_malloc: failed to allocate memory",
+        "aligned_alloc: failed to allocate memory",
+    ],
+    Kind::Host,
+    Source::CpuAllocator,
+);
 /// Windows `ERROR_COMMITMENT_LIMIT` (1455): "The paging file is too small for this operation to complete"
 /// (commit charge = RAM + page file exhausted, typically while loading DLLs or weights).
 /// Rust's `std::io::Error` shows it as "(os error 1455)" (safetensors), with the message in the system's
@@ -720,7 +748,6 @@ const OOM_KILLER: Rule = any(
         // memory."
         "the node was low on resource: memory",
         "memory cgroup out of memory",
-        "oomkilled",
         "oom-kill event",
         "oom_kill event",
         "cgroup out-of-memory handler",
@@ -731,29 +758,35 @@ const OOM_KILLER: Rule = any(
     Kind::Host,
     Source::OomKiller,
 );
+/// The container runtime's verdict `OOMKilled` (containerd CRI `oomExitReason`, as Kubernetes shows it in
+/// "Reason: OOMKilled" and `kubectl get pods`; Docker's `State.OOMKilled: true`), but not Docker's
+/// "OOMKilled: false", which says the opposite.
+const OOMKILLED: Rule = check(oomkilled_true, Kind::Host, Source::OomKiller);
 /// SIGKILL (what the OOM killer sends) as launchers report it: torch.distributed.elastic
 /// `multiprocessing/api.py` ("failed (exitcode: -9)", the ChildFailedError table "exitcode : -9", "Signal 9
 /// (SIGKILL) received by PID"), DeepSpeed `launcher/launch.py` ("exits with return code = -9"), Python
 /// `subprocess` ("died with <Signals.SIGKILL: 9>", "exit status -9"), Go `os/exec` as Ollama shows it
-/// ("signal: killed"), shells and Docker (exit code 137 = 128 + 9).
-const SIGKILL: Rule = any(
-    &[
-        "exitcode: -9",
-        "exitcode : -9",
-        "signal 9 (sigkill)",
-        "exits with return code = -9",
-        "<signals.sigkill: 9>",
-        "exit status -9",
-        "signal: killed",
-        "exit code 137",
-        "return code: 137",
-        "exit code: 137",
-        "exited with code 137",
-        "exit status 137",
-    ],
-    Kind::Host,
-    Source::OomKiller,
-);
+/// ("signal: killed"), shells and Docker (exit code 137 = 128 + 9), Flyte's pod report ("terminated with
+/// exit code (137)"). Not when the container runtime states the kill was not the OOM killer's: containerd CRI
+/// (`pkg/cri/server/helpers.go`) sets the reason `OOMKilled` for an OOM kill and `Error` for any other
+/// non-zero exit, so "Reason: Error" (Kubernetes) / "Reason [Error]" (Flyte) beside 137, or Docker's
+/// "OOMKilled: false", is a SIGKILL from something else (a probe, a timeout, `docker stop`).
+const SIGKILL: Rule = check(sigkill, Kind::Host, Source::OomKiller);
+const SIGKILL_PHRASES: &[&str] = &[
+    "exitcode: -9",
+    "exitcode : -9",
+    "signal 9 (sigkill)",
+    "exits with return code = -9",
+    "<signals.sigkill: 9>",
+    "exit status -9",
+    "signal: killed",
+    "exit code 137",
+    "return code: 137",
+    "exit code: 137",
+    "exited with code 137",
+    "exit status 137",
+    "exit code (137)",
+];
 /// SIGBUS as the same launchers report it (torch.distributed.elastic "exitcode: -7", "Signal 7 (SIGBUS)"): a
 /// worker touched shared memory that `/dev/shm` could not back.
 const SIGBUS: Rule = any(
@@ -790,8 +823,8 @@ const JAVA_OOM: Rule = any(
     Kind::Host,
     Source::CpuAllocator,
 );
-/// The shell's report of a job killed by SIGKILL (the OOM killer): "Killed" alone on a line or right after a
-/// progress bar ("…it/s]Killed"), bash "line N: PID Killed cmd" / "[1]+ Killed cmd", zsh "[1] PID killed
+/// The shell's report of a job killed by SIGKILL (the OOM killer): "Killed" alone on a line, right after a
+/// progress bar ("…it/s]Killed") or after the prompt it was printed beside ("$  Killed"), bash "line N: PID Killed cmd" / "[1]+ Killed cmd", zsh "[1] PID killed
 /// cmd"; Chinese locales "已杀死".
 const KILLED_LINE: Rule = check(killed_line, Kind::Host, Source::OomKiller);
 
@@ -966,6 +999,20 @@ const PADDLE_OOM: Rule = any(
     Kind::Gpu,
     Source::Paddle,
 );
+/// PaddlePaddle `paddle/fluid/platform/gpu_info.cc` (`GpuMaxChunkSize`): `PADDLE_ENFORCE_LE(allocating,
+/// available, "Insufficient GPU memory to allocation.")` — the share of GPU memory Paddle is set to take
+/// (`FLAGS_fraction_of_gpu_memory_to_use`) is more than is free. Its `enforce.h` prints the check as "enforce
+/// allocating <= available failed, A > B" (older) or "Expected allocating <= available, but received
+/// allocating:A > available:B." (bytes).
+const PADDLE_ENFORCE_ALLOC: Rule = any(
+    &[
+        "enforce allocating <= available failed",
+        "expected allocating <= available",
+        "insufficient gpu memory to allocation",
+    ],
+    Kind::Gpu,
+    Source::Paddle,
+);
 /// ONNX Runtime's arena (`onnxruntime/core/framework/bfc_arena.cc`): "Failed to allocate memory for
 /// requested buffer of size N": device memory under the CUDA execution provider, host memory on the CPU.
 /// A request beyond 1 PiB is a corrupted size (an overflow in the model or the runtime), not memory.
@@ -990,13 +1037,12 @@ const HSA_FAULT: Rule = any(
 .with(Hint::KernelFault);
 /// A ggml assertion (`GGML_ASSERT(…) failed`, as Ollama's "llama runner process has terminated" reports
 /// it) or a Windows illegal-instruction exit (0xc000001d, a CPU without the instructions the build needs).
-const GGML_ASSERT: Rule = any(
-    // Older builds print "GGML_ASSERT: file:line: condition".
-    &["ggml_assert(", "ggml_assert: ", "exit status 0xc000001d"],
-    Kind::NotMemory,
-    Source::LlamaCpp,
-)
-.with(Hint::WrongBuild);
+/// Older builds print "GGML_ASSERT: file:line: condition", llamafile "GGML_ASSERT(file:line): condition".
+/// An assertion of the literal `false` is not counted: ggml used `GGML_ASSERT(false)` as its abort for
+/// unrelated causes (an op Metal lacks, and in `ggml-metal.m` a command buffer that failed, "needed to
+/// detect if the device ran out-of-memory"), so the line alone says nothing.
+const GGML_ASSERT: Rule =
+    check(ggml_assert, Kind::NotMemory, Source::LlamaCpp).with(Hint::WrongBuild);
 /// NCCL `misc/shmutils.cc`: "Error while attaching to shared memory segment … error: No such file or
 /// directory": the segment a peer created is gone (the peer died first, or `/dev/shm` was cleaned), not full.
 const NCCL_SHM_GONE: Rule =
@@ -1106,6 +1152,91 @@ const ASCEND_OOM: Rule = any(
 )
 .with(Hint::ReduceMemory);
 
+/// PyTorch `torch/cuda/__init__.py` (`_lazy_init`): "Torch not compiled with CUDA enabled" (a CPU-only build);
+/// `c10/cuda/CUDAFunctions.cpp` (`device_count_impl`): "Found no NVIDIA driver on your system"; bitsandbytes and
+/// other extensions loading CUDA libraries. An install problem, not memory.
+const NO_CUDA: Rule = any(
+    &[
+        "torch not compiled with cuda enabled",
+        "found no nvidia driver on your system",
+    ],
+    Kind::NotMemory,
+    Source::DriverTooOld,
+)
+.with(Hint::MissingLibrary);
+/// A shared library that did not load: glibc `dlerror()` "libcudart.so.12: cannot open shared object file: No
+/// such file or directory" (`elf/dl-load.c`, also in "error while loading shared libraries: …"), and cuDNN 8's
+/// own loader "Could not load library libcudnn_cnn_infer.so.8. Error: …" (Windows: "Could not load library
+/// cudnn_ops_infer64_8.dll. Error code 126"). Late in the order: a memory failure or a more specific error
+/// printed beside the warning wins.
+const SHARED_LIB: Rule = any(
+    &[
+        "cannot open shared object file",
+        "could not load library libcudnn",
+        "could not load library cudnn",
+    ],
+    Kind::NotMemory,
+    Source::DriverTooOld,
+)
+.with(Hint::MissingLibrary);
+/// vLLM `vllm/worker/worker.py` / `vllm/platforms/cuda.py` (`_check_if_gpu_supports_dtype`, copied by
+/// TensorRT-LLM's and NIM's launchers): "Bfloat16 is only supported on GPUs with compute capability of at least
+/// 8.0. Your … GPU has compute capability 7.5."; PyTorch `torch/amp/autocast_mode.py`: "Current CUDA Device
+/// does not support bfloat16. Please switch dtype to float16." (also "Current NPU Device …").
+const BF16_UNSUPPORTED: Rule = any(
+    &[
+        "bfloat16 is only supported on gpus with compute capability",
+        "device does not support bfloat16",
+    ],
+    Kind::NotMemory,
+    Source::CudaError,
+)
+.with(Hint::UnsupportedOnDevice);
+/// PyTorch `aten/src/ATen/mps/MPSFallback.mm` (`mps_error_fallback`): "The operator 'aten::…' is not currently
+/// implemented for the MPS device. If you want this op to be added in priority …" (early builds: "is not
+/// current implemented").
+const MPS_NOT_IMPLEMENTED: Rule = any(
+    &["implemented for the mps device"],
+    Kind::NotMemory,
+    Source::PytorchMps,
+)
+.with(Hint::UnsupportedOnDevice);
+/// PyTorch `c10/xpu/XPUCachingAllocator.cpp` / `torch/csrc/xpu/Module.cpp` (`_xpu_getMemoryInfo`): "The device
+/// (…) doesn't support querying the available free memory." — a SYCL device without the `ext_intel_free_memory`
+/// aspect; a missing query, not a lack of memory.
+const XPU_NO_MEMINFO: Rule = any(
+    &["doesn't support querying the available free memory"],
+    Kind::NotMemory,
+    Source::PytorchXpu,
+)
+.with(Hint::UnsupportedOnDevice);
+/// PyTorch `torch/nn/modules/module.py` (`load_state_dict`): "Error(s) in loading state_dict for X:\n\tsize
+/// mismatch for …: copying a param with shape … from checkpoint, the shape in current model is …" (also
+/// "Missing key(s) in state_dict", "Unexpected key(s) in state_dict"); `torch/serialization.py`: "Weights only
+/// load failed. … WeightsUnpickler error: …" (PyTorch ≥ 2.6 loads with `weights_only=True`); transformers
+/// `models/auto/configuration_auto.py`: "The checkpoint you are trying to load has model type `X` but
+/// Transformers does not recognize this architecture."
+const MODEL_MISMATCH: Rule = any(
+    &[
+        "error(s) in loading state_dict for",
+        "copying a param with shape",
+        "weights only load failed",
+        "transformers does not recognize this architecture",
+    ],
+    Kind::NotMemory,
+    Source::CorruptCheckpoint,
+)
+.with(Hint::ModelMismatch);
+/// ONNX Runtime `onnxruntime/core/session/onnxruntime_c_api.cc` (`CreateTensorWithDataAsOrtValue`): "not
+/// enough space: expected N, got M" (`ORT_INVALID_ARGUMENT`, "error 2"): the caller's buffer is smaller than
+/// the tensor's shape needs — a shape or dtype mismatch, not memory.
+const ORT_BUFFER_SHAPE: Rule = any(
+    &["not enough space: expected"],
+    Kind::NotMemory,
+    Source::OnnxRuntime,
+)
+.with(Hint::ModelMismatch);
+
 /// Every rule in priority order: the first that matches decides.
 const RULES: &[Rule] = &[
     DEVICE_UNAVAILABLE,
@@ -1140,6 +1271,7 @@ const RULES: &[Rule] = &[
     METAL_GGML,
     MLX_MALLOC,
     PADDLE_OOM,
+    PADDLE_ENFORCE_ALLOC,
     ORT_ARENA_ABSURD,
     ORT_ARENA_GPU,
     ORT_ARENA_CPU,
@@ -1160,10 +1292,12 @@ const RULES: &[Rule] = &[
     DATASETS_DISK,
     TF_DISK,
     CPU_ALLOC,
+    CT2_CPU_ALLOC,
     WIN_COMMIT,
     OLLAMA_RAM,
     LOADER_KILLED,
     OOM_KILLER,
+    OOMKILLED,
     SIGKILL,
     SIGBUS,
     RAY_OOM,
@@ -1182,6 +1316,12 @@ const RULES: &[Rule] = &[
     NO_KERNEL,
     DRIVER,
     WRONG_DEVICE,
+    NO_CUDA,
+    BF16_UNSUPPORTED,
+    MPS_NOT_IMPLEMENTED,
+    XPU_NO_MEMINFO,
+    MODEL_MISMATCH,
+    ORT_BUFFER_SHAPE,
     CORRUPT,
     CUBLAS_FAULT,
     CUDNN_FAULT,
@@ -1195,6 +1335,7 @@ const RULES: &[Rule] = &[
     TRITON_RESOURCES,
     FS_UNSUPPORTED,
     NCCL,
+    SHARED_LIB,
     SEGFAULT,
     TOKENIZER,
 ];
@@ -1421,9 +1562,9 @@ fn killed_line(s: &Scan) -> Option<usize> {
         if low == "killed" {
             return Some(here);
         }
-        // Right after a progress bar or a prompt: "…it/s]Killed", "… 0% 。。。 Killed".
+        // Right after a progress bar or a shell prompt: "…it/s]Killed", "… 0% 。。。 Killed", "$  Killed".
         if let Some(head) = low.strip_suffix("killed") {
-            if head.ends_with([']', '|', '%', ')']) {
+            if head.ends_with([']', '|', '%', ')']) || head.trim_end().ends_with(['$', '>']) {
                 return Some(here);
             }
         }
@@ -1446,6 +1587,62 @@ fn killed_line(s: &Scan) -> Option<usize> {
         }
     }
     None
+}
+
+/// [`OOMKILLED`]: the runtime's `OOMKilled` reason, unless it is Docker's `OOMKilled: false`.
+fn oomkilled_true(s: &Scan) -> Option<usize> {
+    s.low
+        .match_indices("oomkilled")
+        .map(|(i, p)| (i, i + p.len()))
+        .find(|&(_, end)| {
+            let rest = s.low[end..].trim_start_matches(['"', '\'', ':', ' ', '=']);
+            !rest.starts_with("false")
+        })
+        .map(|(i, _)| s.orig(i))
+}
+
+/// Whether the container runtime said the exit was not an OOM kill (see [`SIGKILL`]).
+fn runtime_says_not_oom(s: &Scan) -> bool {
+    let bytes = s.low.as_bytes();
+    ["reason: error", "reason [error]"].iter().any(|p| {
+        s.low.match_indices(p).any(|(i, _)| {
+            let end = i + p.len();
+            // "Reason: Error", not "Reason: ErrorImagePull" (the bracketed form is closed already).
+            p.ends_with(']') || bytes.get(end).is_none_or(|b| !b.is_ascii_alphanumeric())
+        })
+    }) || s.low.match_indices("oomkilled").any(|(i, p)| {
+        s.low[i + p.len()..]
+            .trim_start_matches(['"', '\'', ':', ' ', '='])
+            .starts_with("false")
+    })
+}
+
+/// [`SIGKILL`].
+fn sigkill(s: &Scan) -> Option<usize> {
+    let at = SIGKILL_PHRASES.iter().filter_map(|p| s.find(p)).min()?;
+    (!runtime_says_not_oom(s)).then(|| s.orig(at))
+}
+
+/// [`GGML_ASSERT`]: a ggml assertion whose condition is not the literal `false`.
+fn ggml_assert(s: &Scan) -> Option<usize> {
+    if let Some(i) = s.find("exit status 0xc000001d") {
+        return Some(s.orig(i));
+    }
+    ["ggml_assert(", "ggml_assert: "]
+        .iter()
+        .flat_map(|p| s.low.match_indices(p).map(|(i, _)| i))
+        .filter(|&i| {
+            let line = ascii_lower(line_around(s.text, s.orig(i), 300));
+            let line = line
+                .trim_end()
+                .trim_end_matches(['"', '\\', '`'])
+                .trim_end();
+            let from = line.find("ggml_assert").unwrap_or(0);
+            let line = &line[from..];
+            !(line.starts_with("ggml_assert(false)") || line.ends_with(": false"))
+        })
+        .min()
+        .map(|i| s.orig(i))
 }
 
 /// [`CUDA_NEAR_OOM`]: "out of memory" with a CUDA/HIP prefix shortly before it.
@@ -1687,11 +1884,62 @@ fn metal_buffer_size(lower: &str) -> Option<f64> {
     Some(n / 1073741824.0)
 }
 
+/// TensorFlow/XLA `tsl/framework/bfc_allocator.cc`: the size after "ran out of memory trying to allocate".
+/// Its warning form ("… with freed_by_count=0. The caller indicates that this is not a failure, but …") is a
+/// request the caller retries; where XLA's own status states the failed size ("Out of memory while trying to
+/// allocate N bytes"), that one is the figure, so the warning is skipped.
+fn bfc_failure_size(text: &str, lower: &str) -> Option<f64> {
+    let p = "ran out of memory trying to allocate";
+    let mut sizes = lower.match_indices(p).map(|(i, _)| {
+        let at = i + p.len();
+        let warning =
+            window(lower, at, 200).contains("the caller indicates that this is not a failure");
+        (at, warning)
+    });
+    let xla_states_it = lower.contains("out of memory while trying to allocate");
+    let at = if xla_states_it {
+        sizes.find(|&(_, warning)| !warning)?.0
+    } else {
+        sizes.next()?.0
+    };
+    parse_size(&text[at..])
+}
+
+/// The size after `squeezed` (a phrase without its spaces) matched with all spaces removed: a message whose
+/// words a fixed-width wrap cut in two ("to\ntal capacity of 23.67 GiB").
+fn size_after_unwrapped(text: &str, lower: &str, squeezed: &str) -> Option<f64> {
+    let mut packed = String::with_capacity(lower.len());
+    let mut ends = Vec::with_capacity(lower.len());
+    for (i, c) in lower.char_indices() {
+        if c != ' ' {
+            packed.push(c);
+            ends.extend(std::iter::repeat_n(i + c.len_utf8(), c.len_utf8()));
+        }
+    }
+    let at = packed.find(squeezed)? + squeezed.len();
+    parse_size(&text[*ends.get(at - 1)?..])
+}
+
+/// Paddle's `PADDLE_ENFORCE_LE(allocating, available)`: "… failed, A > B" or "received allocating:A >
+/// available:B" (bytes): (allocating, available).
+fn paddle_enforce_pair(text: &str, lower: &str) -> Option<(f64, f64)> {
+    let after = |p: &str| lower.find(p).map(|i| i + p.len());
+    let (a, rest) = if let Some(at) = after("allocating <= available failed,") {
+        parse_number(&text[at..])?
+    } else {
+        parse_number(&text[after("received allocating:")?..])?
+    };
+    let rest = rest.trim_start().strip_prefix('>')?.trim_start();
+    let rest = rest.strip_prefix("available:").unwrap_or(rest);
+    let (b, _) = parse_number(rest)?;
+    Some((a, b))
+}
+
 /// Extracts every figure the PyTorch allocator messages state (both formats) and the other runtimes'.
 fn numbers(text: &str, lower: &str, source: Source) -> Numbers {
     let mut n = Numbers {
         tried_gib: size_after(text, lower, "tried to allocate")
-            .or_else(|| size_after(text, lower, "ran out of memory trying to allocate"))
+            .or_else(|| bfc_failure_size(text, lower))
             .or_else(|| bytes_after(text, lower, "pinned host memory of size:"))
             .or_else(|| size_after(text, lower, "out of memory while trying to allocate"))
             .or_else(|| size_after(text, lower, "failed to allocate request for"))
@@ -1717,6 +1965,8 @@ fn numbers(text: &str, lower: &str, source: Source) -> Numbers {
         // ≥ 2.1: "GPU 0 has a total capacity of 23.65 GiB of which 1.66 GiB is free." (older builds: "capacty").
         total_gib: size_after(text, lower, "total capacity of")
             .or_else(|| size_after(text, lower, "total capacty of"))
+            // The same clause with a word cut by a fixed-width wrap ("has a to\ntal capacity of").
+            .or_else(|| size_after_unwrapped(text, lower, "totalcapacityof"))
             .or_else(|| size_before(text, lower, "total capacity"))
             .or_else(|| size_after_colon(text, lower, "device limit"))
             .or_else(|| xla_space_total(text, lower))
@@ -1757,6 +2007,12 @@ fn numbers(text: &str, lower: &str, source: Source) -> Numbers {
     };
     match source {
         // Paddle prints sizes with 1024-based units under "MB"/"GB" (its `HumanReadableSize`).
+        Source::Paddle if paddle_enforce_pair(text, lower).is_some() => {
+            if let Some((allocating, available)) = paddle_enforce_pair(text, lower) {
+                n.tried_gib = Some(allocating / GIB);
+                n.free_gib = Some(available / GIB);
+            }
+        }
         Source::Paddle => {
             let bin = |p: &str, before: bool| {
                 if before {
@@ -2027,6 +2283,96 @@ mod tests {
         let d = diagnose("ValueError: Free memory on device (10.5/40.0 GiB) on startup is less than desired GPU memory utilization (0.9, 36.0 GiB).", None);
         near(d.numbers.free_gib, 10.5);
         near(d.numbers.total_gib, 40.0);
+    }
+
+    #[test]
+    fn install_dtype_checkpoint_and_container_formats() {
+        // Install problems, unsupported types and ops, mismatched files: not memory, each with its hint.
+        for (text, hint) in [
+            ("AssertionError: Torch not compiled with CUDA enabled", Hint::MissingLibrary),
+            ("RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx", Hint::MissingLibrary),
+            ("ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory", Hint::MissingLibrary),
+            ("Could not load library cudnn_ops_infer64_8.dll. Error code 126", Hint::MissingLibrary),
+            ("ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla T4 GPU has compute capability 7.5.", Hint::UnsupportedOnDevice),
+            ("RuntimeError: Current CUDA Device does not support bfloat16. Please switch dtype to float16.", Hint::UnsupportedOnDevice),
+            ("NotImplementedError: The operator 'aten::upsample_bicubic2d.out' is not currently implemented for the MPS device.", Hint::UnsupportedOnDevice),
+            ("RuntimeError: The device (Intel(R) Arc(TM) Graphics) doesn't support querying the available free memory.", Hint::UnsupportedOnDevice),
+            ("RuntimeError: Error(s) in loading state_dict for Net:\n\tMissing key(s) in state_dict: \"fc.weight\".", Hint::ModelMismatch),
+            ("_pickle.UnpicklingError: Weights only load failed. WeightsUnpickler error: Unsupported global: GLOBAL numpy.core.multiarray.scalar", Hint::ModelMismatch),
+            ("ValueError: The checkpoint you are trying to load has model type `qwen3` but Transformers does not recognize this architecture.", Hint::ModelMismatch),
+            ("onnx runtime error 2: not enough space: expected 602112, got 196608", Hint::ModelMismatch),
+        ] {
+            let d = diagnose(text, None);
+            assert_eq!((d.kind, d.hints.as_slice()), (Kind::NotMemory, &[hint][..]), "{text}");
+        }
+        // A real OOM beside a missing-library warning still wins.
+        let d = diagnose("WARNING Failed to import from vllm._C with ImportError('libcudart.so.12: cannot open shared object file')\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", None);
+        assert_eq!(d.kind, Kind::Gpu);
+        // CTranslate2's CPU allocators, ggml's old CPU-buffer assert, Metal's NSError code 8.
+        assert_eq!(
+            diagnose("RuntimeError: mkl_malloc: failed to allocate memory", None).kind,
+            Kind::Host
+        );
+        assert_eq!(
+            diagnose(
+                "GGML_ASSERT: ggml-backend.c:402: data != NULL && \"failed to allocate buffer\"",
+                None
+            )
+            .kind,
+            Kind::Host
+        );
+        assert_eq!(diagnose("Error Domain=MTLCommandBufferErrorDomain Code=8 \"Insufficient Memory (IOAF code 8)\"", None).kind, Kind::Gpu);
+        // ggml's abort-by-assert of `false` says nothing by itself; a real condition is a bug, not memory.
+        assert_eq!(
+            diagnose("GGML_ASSERT(ggml-metal.m:1645): false", None).kind,
+            Kind::Unrecognised
+        );
+        assert_eq!(
+            diagnose("GGML_ASSERT: ggml.c:123: false", None).kind,
+            Kind::Unrecognised
+        );
+        assert_eq!(
+            diagnose("ggml.c:1: GGML_ASSERT(n_dims <= 4) failed", None).kind,
+            Kind::NotMemory
+        );
+        // Paddle's fraction check, in bytes.
+        let d = diagnose("paddle.fluid.core.EnforceNotMet: enforce allocating <= available failed, 2147483648 > 1073741824", None);
+        assert_eq!(d.kind, Kind::Gpu);
+        near(d.numbers.tried_gib, 2.0);
+        near(d.numbers.free_gib, 1.0);
+        let d = diagnose("Expected allocating <= available, but received allocating:3221225472 > available:1073741824.", None);
+        near(d.numbers.tried_gib, 3.0);
+        // The container runtime's own verdict decides a 137.
+        assert_eq!(
+            diagnose("Reason: OOMKilled\nExit Code: 137", None).kind,
+            Kind::Host
+        );
+        assert_eq!(diagnose("Job failed: exit code 137", None).kind, Kind::Host);
+        for text in [
+            "Last State: Terminated\n Reason: Error\n Exit Code: 137",
+            "[pod-n0-0] terminated with exit code (137). Reason [Error]. Message:",
+            "State:{ExitCode:137, OOMKilled:false}",
+            "\"ExitCode\": 137, \"OOMKilled\": false",
+        ] {
+            assert_eq!(diagnose(text, None).kind, Kind::Unrecognised, "{text}");
+        }
+        assert_eq!(
+            diagnose("\"OOMKilled\": true, \"ExitCode\": 137", None).kind,
+            Kind::Host
+        );
+        // A shell prompt before the kill report.
+        assert_eq!(diagnose("$ ./run\n$  Killed", None).kind, Kind::Host);
+    }
+
+    #[test]
+    fn wrapped_capacity_and_bfc_warning_figures() {
+        // A fixed-width wrap cutting "total" in two.
+        let d = diagnose("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU  has a to\ntal capacity of 23.67 GiB of which 1.59 GiB is free.", None);
+        near(d.numbers.total_gib, 23.67);
+        // The BFC allocator's "not a failure" warning is not the failed request.
+        let d = diagnose("XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1073741824 bytes.\nW bfc_allocator.cc:310] Allocator (GPU_0_bfc) ran out of memory trying to allocate 3.37GiB with freed_by_count=0. The caller indicates that this is not a failure, but this may mean that there could be performance gains if more memory were available.", None);
+        assert_eq!(d.kind, Kind::Gpu);
+        near(d.numbers.tried_gib, 1.0);
     }
 
     #[track_caller]
