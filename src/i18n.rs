@@ -1217,6 +1217,10 @@ pub fn doctor_hint(lang: Lang, h: crate::doctor::Hint) -> &'static str {
         (Lang::En, MissingLibrary) => "Not a memory problem: the CUDA setup is incomplete — a CPU-only PyTorch build, no NVIDIA driver visible (in a container: the GPU runtime), or a CUDA/cuDNN library missing from the library path. Install the build that matches your CUDA version, or the library it names.",
         (Lang::En, UnsupportedOnDevice) => "Not a memory problem: this device or backend cannot run the data type or operation. Use float16 instead of bfloat16 on GPUs below compute capability 8.0 (--dtype half, torch_dtype=torch.float16); for an operator MPS lacks, set PYTORCH_ENABLE_MPS_FALLBACK=1 or update PyTorch.",
         (Lang::En, ModelMismatch) => "Not a memory problem: the files do not fit the code — a checkpoint for another model or config (size mismatch), an architecture this library version does not know (update it), a file torch.load's weights_only mode refuses (PyTorch ≥ 2.6: weights_only=False, for trusted files only), or an input buffer smaller than its tensor's shape.",
+        (Lang::En, DeviceBusy) => "Not a memory problem: the accelerator is held by another process or not visible to this one. Stop the other process (find it with sudo lsof -w /dev/accel0 or nvidia-smi), give the container access to the device, or use a runtime version that supports this chip.",
+        (Lang::En, CpuInstructions) => "Not a memory problem: the program used a CPU instruction this processor lacks (SIGILL) — a build for newer CPUs (AVX, AVX2, AVX-512) or an x86 build running under Rosetta on Apple silicon. Install a build for this CPU and architecture.",
+        (Lang::En, MetalBufferCount) => "Not a lack of bytes: MLX reached macOS's cap on the number of live Metal buffers (sysctl iogpu.rsrc_limit, 499000 by default). Keep fewer arrays alive (evaluate graphs sooner, mx.clear_cache()), update MLX, or raise the cap with sudo sysctl iogpu.rsrc_limit=N.",
+        (Lang::En, GgmlContextPool) => "Not device or system memory: a ggml context's fixed-size pool, sized by the program itself, was too small (needed > available). Update llama.cpp / llama-cpp-python or the application that sizes it; a smaller context (-c, n_ctx) or fewer GPU layers can avoid it.",
         (Lang::Zh, Fragmentation) => "大量显存被缓存却无法使用（碎片化）：设置 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True。",
         (Lang::Zh, OtherProcess) => "显存占用超过本进程所用：有其他进程（或笔记本）占着显存，用 nvidia-smi 查看。",
         (Lang::Zh, CapacityMismatch) => "报错中的总容量与上面选择的 GPU 不符：选对 GPU，或是其他进程 / MIG 切片限制了它。",
@@ -1250,6 +1254,10 @@ pub fn doctor_hint(lang: Lang, h: crate::doctor::Hint) -> &'static str {
         (Lang::Zh, MissingLibrary) => "不是内存问题：CUDA 环境不完整——装的是仅 CPU 的 PyTorch、看不到 NVIDIA 驱动（容器里缺 GPU 运行时），或库路径里缺少某个 CUDA/cuDNN 库。安装与你的 CUDA 版本匹配的版本，或报错中点名的库。",
         (Lang::Zh, UnsupportedOnDevice) => "不是内存问题：这个设备或后端不支持该数据类型或算子。计算能力低于 8.0 的 GPU 请用 float16 代替 bfloat16（--dtype half、torch_dtype=torch.float16）；MPS 缺少的算子可设置 PYTORCH_ENABLE_MPS_FALLBACK=1 或升级 PyTorch。",
         (Lang::Zh, ModelMismatch) => "不是内存问题：文件与代码对不上——检查点属于另一个模型或配置（size mismatch）、当前库版本不认识该架构（请升级）、torch.load 的 weights_only 模式拒绝该文件（PyTorch ≥ 2.6：仅对可信文件使用 weights_only=False），或输入缓冲区小于张量形状所需。",
+        (Lang::Zh, DeviceBusy) => "不是内存问题：加速器被另一个进程占用，或本进程看不到它。结束那个进程（用 sudo lsof -w /dev/accel0 或 nvidia-smi 查找），让容器能访问该设备，或换用支持这块芯片的运行时版本。",
+        (Lang::Zh, CpuInstructions) => "不是内存问题：程序用到了这颗 CPU 不支持的指令（SIGILL）——为更新的 CPU（AVX、AVX2、AVX-512）编译的版本，或在 Apple 芯片上经 Rosetta 运行的 x86 版本。请安装适合这颗 CPU 和架构的版本。",
+        (Lang::Zh, MetalBufferCount) => "不是字节数不够：MLX 达到了 macOS 对同时存在的 Metal 缓冲区数量的上限（sysctl iogpu.rsrc_limit，默认 499000）。减少同时存活的数组（更早求值计算图、mx.clear_cache()），升级 MLX，或用 sudo sysctl iogpu.rsrc_limit=N 调高上限。",
+        (Lang::Zh, GgmlContextPool) => "不是显存或系统内存：程序自己设定大小的 ggml 上下文固定内存池太小（needed > available）。升级 llama.cpp / llama-cpp-python 或设定该大小的应用；更小的上下文（-c、n_ctx）或更少的 GPU 层也可能避开它。",
         (Lang::Zh, TokenLength) => "这只是分词器的警告：部分输入超过模型的最大长度，会被（或需要被）截断；不是内存问题。",
     }
 }

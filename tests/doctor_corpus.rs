@@ -64,6 +64,11 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
     ("h-tgi-falcon-numheads-1354", "a sharding ValueError in TGI's model code, no runtime format"),
     // The fifth unseen batch (measured before its rules were written; see README):
     ("i-ort-bfc-16307", "ONNX Runtime's arena message with no device named in the paste (its CPU arena prints it too)"),
+    // The sixth unseen batch (measured before its rules were written; see README):
+    ("j-ort-9939-bfc", "ONNX Runtime's arena message with no device named in the paste (its CPU arena prints it too)"),
+    ("j-triton-ortbackend-249", "ONNX Runtime's arena message with no device named in the paste (its CPU arena prints it too)"),
+    ("j-mindnlp-1761-npu", "MindSpore's memory-pool limit names no device (its CPU pool prints the same line)"),
+    ("j-jax-30834-tpu-mmap", "only libtpu's device-scanner warnings (\"Failed to read file\"), no error line"),
 ];
 
 #[test]

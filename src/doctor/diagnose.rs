@@ -78,6 +78,22 @@ pub enum Source {
     CorruptCheckpoint,
     /// A tokenizer warning about input length.
     Tokenizer,
+    /// NVIDIA TensorRT's builder and runtime logger.
+    TensorRt,
+    /// tiny-cuda-nn's `GPUMemory` (instant-ngp and other NeRF code).
+    TinyCudaNn,
+    /// HAMi-core, the GPU-sharing layer that caps each container's device memory.
+    Hami,
+    /// HeavyDB's buffer managers.
+    HeavyDb,
+    /// MindSpore's runtime.
+    MindSpore,
+    /// Sophgo's `bmlib` (Sophon TPUs).
+    Sophon,
+    /// OpenCV's `cv::fastMalloc`.
+    OpenCv,
+    /// A CPU instruction the processor lacks (SIGILL).
+    IllegalInstruction,
     Unknown,
 }
 
@@ -174,6 +190,14 @@ pub enum Hint {
     /// The files do not fit the code: a checkpoint for another model, an architecture the library does not
     /// know, a pickle `torch.load` refuses, an input buffer smaller than its shape.
     ModelMismatch,
+    /// The accelerator is held by another process or not visible to this one (a TPU's `/dev/accel*`).
+    DeviceBusy,
+    /// SIGILL: the binary uses CPU instructions this processor lacks (AVX on an older CPU, x86 under Rosetta).
+    CpuInstructions,
+    /// MLX hit macOS's cap on the number of live Metal buffers (`iogpu.rsrc_limit`), a count, not bytes.
+    MetalBufferCount,
+    /// A ggml context's fixed-size pool, sized by the program itself, was too small.
+    GgmlContextPool,
 }
 
 /// The doctor's answer.
@@ -377,8 +401,15 @@ const TF_PINNED: Rule = any(
 );
 /// PyTorch `aten/src/ATen/cuda/CachingHostAllocator.cpp` (pinned host buffers) and ggml-cuda
 /// `ggml_cuda_host_malloc`: "failed to allocate X MiB of pinned memory".
+/// MindSpore `plugin/device/gpu/hal/device/cuda_driver.cc` (`AllocHostPinnedMem`, also its dataset arena
+/// `minddata/dataset/util/arena.cc`): "cudaHostAlloc failed, ret[2], out of memory" (2 =
+/// `cudaErrorMemoryAllocation`).
 const PINNED: Rule = any(
-    &["cachinghostallocator", "of pinned memory"],
+    &[
+        "cachinghostallocator",
+        "of pinned memory",
+        "cudahostalloc failed, ret[2]",
+    ],
     Kind::Host,
     Source::PinnedMemory,
 );
@@ -420,6 +451,56 @@ const XPU_RT_OOM: Rule = any(
     ],
     Kind::Gpu,
     Source::PytorchXpu,
+);
+/// TensorRT's logger (`libnvinfer`, closed source; the "Error Code N:" prefix is `ErrorCode` in
+/// `include/NvInferRuntimeBase.h`): "Requested amount of GPU memory (N bytes) could not be allocated. There may
+/// not be enough free memory for allocation to succeed." (TensorRT 7: "Requested amount of memory (N bytes)
+/// …"), "[virtualMemoryBuffer.cpp::resizePhysical::N] Error Code 2: OutOfMemory (no further information)",
+/// TensorRT 7's "OutOfMemory Error in allocate" / "Out of memory error during getBestTactic", and its default
+/// allocator's "Cuda Error in nvinfer1::internal::DefaultAllocator::allocate: 2 (out of memory)".
+const TRT_OOM: Rule = any(
+    &[
+        "could not be allocated. there may not be enough free memory",
+        "error code 2: outofmemory",
+        "outofmemory error in allocate",
+        "out of memory error during getbesttactic",
+        "defaultallocator::allocate: 2 (out of memory)",
+    ],
+    Kind::Gpu,
+    Source::TensorRt,
+);
+/// tiny-cuda-nn `include/tiny-cuda-nn/gpu_memory.h` (`GPUMemory::allocate_memory`) through `CUDA_CHECK_THROW`
+/// (`common_host.h`): "Could not allocate memory: …/gpu_memory.h:N cudaMalloc((void**)&rawptr,
+/// n_bytes+DEBUG_GUARD_SIZE*2) failed: out of memory" (older: "… failed with error out of memory"). The
+/// call's argument list puts the CUDA name too far back for [`CUDA_NEAR_OOM`].
+const TCNN_OOM: Rule = check(tcnn_oom, Kind::Gpu, Source::TinyCudaNn);
+/// HAMi-core `src/allocator/allocator.c`: "Device N OOM <would-be usage> / <limit>" (`oom_check`, the
+/// container's device-memory cap) and "cuMemoryAllocate failed res=2" (the driver's `CUresult` 2,
+/// `CUDA_ERROR_OUT_OF_MEMORY`).
+const HAMI_OOM: Rule = check(hami_oom, Kind::Gpu, Source::Hami);
+/// HeavyDB `DataMgr/BufferMgr/BufferMgr.cpp`: "ALLOCATION failed to find NB throwing out of memory GPU_MGR:N"
+/// (the manager type from `AbstractBufferMgr.h`: `GPU_MGR` is device memory, `CPU_MGR` host memory).
+const HEAVYDB_GPU: Rule = any(
+    &["throwing out of memory gpu_mgr"],
+    Kind::Gpu,
+    Source::HeavyDb,
+);
+/// See [`HEAVYDB_GPU`]: the CPU buffer manager.
+const HEAVYDB_CPU: Rule = any(
+    &["throwing out of memory cpu_mgr"],
+    Kind::Host,
+    Source::HeavyDb,
+);
+/// Sophgo libsophon `bmlib/src/bmlib_memory.cpp`: "bm_alloc_gmem failed, dev_id = N, size = 0x…" — the
+/// Sophon TPU's global (device) memory.
+const SOPHON_GMEM: Rule = any(&["bm_alloc_gmem failed"], Kind::Gpu, Source::Sophon);
+/// OpenCV `modules/core/src/alloc.cpp` (`cv::fastMalloc` → `OutOfMemoryError`): `CV_Error_(StsNoMem, "Failed
+/// to allocate N bytes")`, printed "(-4:Insufficient memory) Failed to allocate N bytes in function
+/// 'OutOfMemoryError'" — host RAM.
+const OPENCV_ALLOC: Rule = any(
+    &["(-4:insufficient memory) failed to allocate"],
+    Kind::Host,
+    Source::OpenCv,
 );
 /// cuBLAS `cublas_api.h` `CUBLAS_STATUS_ALLOC_FAILED`: the handle or workspace could not be allocated.
 const CUBLAS_ALLOC: Rule = any(&["cublas_status_alloc_failed"], Kind::Gpu, Source::Cublas);
@@ -786,6 +867,9 @@ const SIGKILL_PHRASES: &[&str] = &[
     "exited with code 137",
     "exit status 137",
     "exit code (137)",
+    // Kubernetes' container status (`ContainerStateTerminated.exitCode`) and KServe's `lastFailureInfo`
+    // in YAML: "exitCode: 137".
+    "exitcode: 137",
 ];
 /// SIGBUS as the same launchers report it (torch.distributed.elastic "exitcode: -7", "Signal 7 (SIGBUS)"): a
 /// worker touched shared memory that `/dev/shm` could not back.
@@ -882,6 +966,12 @@ const CUDA_FAULT: Rule = any(
         // The driver's view of a failing link or card (Linux AER "PCIe Bus Error", NVRM Xid 79).
         "pcie bus error",
         "has fallen off the bus",
+        // `cudaErrorIllegalInstruction` (a kernel executed an invalid instruction) and `cudaErrorNotSupported`
+        // ("operation not supported", e.g. `cudaMallocAsync` where the driver has no memory pools), as
+        // PyTorch and lmdeploy's TurboMind (`[TM][ERROR] CUDA runtime error: …`) print them.
+        "an illegal instruction was encountered",
+        "cuda runtime error: operation not supported",
+        "cuda error: operation not supported",
     ],
     Kind::NotMemory,
     Source::CudaError,
@@ -908,6 +998,8 @@ const DRIVER: Rule = any(
         "driver version is insufficient",
         "nvidia driver on your system is too old",
         "compiled with an unsupported toolchain",
+        // `cudaErrorCallRequiresNewerDriver` (36).
+        "api call is not supported in the installed cuda driver",
     ],
     Kind::NotMemory,
     Source::DriverTooOld,
@@ -984,6 +1076,11 @@ const NCCL: Rule = any(
         "some nccl operations have failed or timed out",
         "ncclremoteerror",
         "ncclinvalidusage",
+        // NCCL `ncclUnhandledCudaError` as PyTorch `NCCLUtils` prints it ("ncclUnhandledCudaError: Call to
+        // CUDA function failed."); a CUDA out-of-memory beside it is taken first ([`CUDA_NEAR_OOM`]).
+        "ncclunhandledcudaerror",
+        // The watchdog's own stack frames (`ProcessGroupNCCL::WorkNCCL::checkTimeout` throws the timeout).
+        "worknccl::checktimeout",
     ],
     Kind::NotMemory,
     Source::Nccl,
@@ -1237,6 +1334,55 @@ const ORT_BUFFER_SHAPE: Rule = any(
 )
 .with(Hint::ModelMismatch);
 
+/// The TPU held by another process or not reachable: TensorFlow/XLA `tpu_initializer_helper.cc` (libtpu's
+/// loader) "libtpu.so already in use by another process … Not attempting to load libtpu.so in this process",
+/// JAX's "Unable to initialize backend 'tpu': ABORTED: The TPU is already in use by process with pid N", and
+/// libtpu's device open failures, "Couldn't open device: /dev/accel0 (…)" (matched by PyTorch/XLA's
+/// `computation_client.cc`) and "No ba16c7433 device found" (no TPU chip visible, or a libtpu too old for it).
+const TPU_BUSY: Rule = any(
+    &[
+        "libtpu.so already in use by another process",
+        "the tpu is already in use by",
+        "couldn't open device: /dev/accel",
+        "no ba16c7433 device found",
+    ],
+    Kind::NotMemory,
+    Source::Xla,
+)
+.with(Hint::DeviceBusy);
+/// SIGILL as shells and Python report it: zsh "illegal hardware instruction", bash (glibc `strsignal`)
+/// "Illegal instruction (core dumped)", Python `faulthandler` "Fatal Python error: Illegal instruction",
+/// torch.distributed.elastic "Signal 4 (SIGILL)": a CPU instruction-set mismatch, not memory.
+const SIGILL: Rule = any(
+    &[
+        "illegal hardware instruction",
+        "illegal instruction (core dumped)",
+        "fatal python error: illegal instruction",
+        "signal 4 (sigill)",
+        "<signals.sigill: 4>",
+    ],
+    Kind::NotMemory,
+    Source::IllegalInstruction,
+)
+.with(Hint::CpuInstructions);
+/// MLX `mlx/backend/metal/allocator.cpp` (`MetalAllocator::malloc`): "[metal::malloc] Resource limit (N)
+/// exceeded." — the number of live Metal buffers reached `resource_limit` (`device_info.cpp`: sysctl
+/// `iogpu.rsrc_limit`, 499000 by default), a count of buffers, not bytes.
+const MLX_RESOURCE_LIMIT: Rule = any(
+    &["[metal::malloc] resource limit ("],
+    Kind::NotMemory,
+    Source::Mlx,
+)
+.with(Hint::MetalBufferCount);
+/// ggml `ggml.c` (`ggml_new_object`): "not enough space in the context's memory pool (needed N, available M)"
+/// (older `ggml_new_tensor_impl`): a context's fixed `mem_size`, chosen by the program, was too small.
+const GGML_CONTEXT_POOL: Rule = any(
+    &["not enough space in the context's memory pool"],
+    Kind::NotMemory,
+    Source::LlamaCpp,
+)
+.with(Hint::GgmlContextPool);
+
 /// Every rule in priority order: the first that matches decides.
 const RULES: &[Rule] = &[
     DEVICE_UNAVAILABLE,
@@ -1253,6 +1399,13 @@ const RULES: &[Rule] = &[
     CUDA_RT_OOM,
     THC_OOM,
     XPU_RT_OOM,
+    TRT_OOM,
+    TCNN_OOM,
+    HAMI_OOM,
+    HEAVYDB_GPU,
+    HEAVYDB_CPU,
+    SOPHON_GMEM,
+    OPENCV_ALLOC,
     CUBLAS_ALLOC,
     CUDNN_ALLOC,
     CUDNN_NO_ALGO,
@@ -1331,6 +1484,10 @@ const RULES: &[Rule] = &[
     HSA_FAULT,
     GGML_ASSERT,
     GGML_KV_SLOTS,
+    GGML_CONTEXT_POOL,
+    MLX_RESOURCE_LIMIT,
+    TPU_BUSY,
+    SIGILL,
     BNB_SETUP,
     TRITON_RESOURCES,
     FS_UNSUPPORTED,
@@ -1557,9 +1714,14 @@ fn killed_line(s: &Scan) -> Option<usize> {
         if t == "已杀死" {
             return Some(here);
         }
-        let low = ascii_lower(t);
+        // macOS's `strsignal(SIGKILL)` is "Killed: 9" (bash there prints "line 33: 22631 Killed: 9  cmd").
+        let low = ascii_lower(t).replace("killed: 9", "killed");
         let low = low.trim_end_matches('.');
         if low == "killed" {
+            return Some(here);
+        }
+        // zsh's report of a foreground job (`Src/jobs.c`, SIGKILL's name from `signames`): "zsh: killed  cmd".
+        if low == "zsh: killed" || low.starts_with("zsh: killed ") {
             return Some(here);
         }
         // Right after a progress bar or a shell prompt: "…it/s]Killed", "… 0% 。。。 Killed", "$  Killed".
@@ -1642,6 +1804,45 @@ fn ggml_assert(s: &Scan) -> Option<usize> {
             !(line.starts_with("ggml_assert(false)") || line.ends_with(": false"))
         })
         .min()
+        .map(|i| s.orig(i))
+}
+
+/// [`TCNN_OOM`]: tiny-cuda-nn's `CUDA_CHECK_THROW` failure text for a `cudaMalloc` (not a host allocation).
+fn tcnn_oom(s: &Scan) -> Option<usize> {
+    ["failed with error out of memory", ") failed: out of memory"]
+        .iter()
+        .flat_map(|p| s.low.match_indices(p).map(|(i, _)| i))
+        .filter(|&i| {
+            let w = window_before(&s.low, i, 120);
+            w.contains("cudamalloc") && !w.contains("host")
+        })
+        .min()
+        .map(|i| s.orig(i))
+}
+
+/// [`HAMI_OOM`]: HAMi-core's `oom_check` ("Device N OOM A / B") or its failed allocation with `CUresult` 2.
+fn hami_oom(s: &Scan) -> Option<usize> {
+    if let Some(i) = s.find("cumemoryallocate failed res=2") {
+        let after = s
+            .low
+            .as_bytes()
+            .get(i + "cumemoryallocate failed res=2".len());
+        if after.is_none_or(|b| !b.is_ascii_digit()) {
+            return Some(s.orig(i));
+        }
+    }
+    s.low
+        .match_indices("hami-core error")
+        .map(|(i, _)| i)
+        .find(|&i| {
+            let w = window(&s.low, i, 160);
+            let Some(d) = w.find("]: device ") else {
+                return false;
+            };
+            let rest = &w[d + "]: device ".len()..];
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            digits > 0 && rest[digits..].starts_with(" oom ")
+        })
         .map(|i| s.orig(i))
 }
 
@@ -1961,7 +2162,12 @@ fn numbers(text: &str, lower: &str, source: Source) -> Numbers {
             // ggml-vulkan: "Device memory allocation of size 118497280 failed."
             .or_else(|| bytes_after(text, lower, "device memory allocation of size "))
             // XLA:TPU: "Attempting to reserve 6.48G at the bottom of memory."
-            .or_else(|| size_after(text, lower, "attempting to reserve ")),
+            .or_else(|| size_after(text, lower, "attempting to reserve "))
+            // TensorRT: "Requested amount of GPU memory (4294967296 bytes) could not be allocated."
+            .or_else(|| size_after(text, lower, "requested amount of gpu memory ("))
+            .or_else(|| size_after(text, lower, "requested amount of memory ("))
+            // HeavyDB: "ALLOCATION failed to find 2452160512B throwing out of memory GPU_MGR:0".
+            .or_else(|| size_after(text, lower, "allocation failed to find ")),
         // ≥ 2.1: "GPU 0 has a total capacity of 23.65 GiB of which 1.66 GiB is free." (older builds: "capacty").
         total_gib: size_after(text, lower, "total capacity of")
             .or_else(|| size_after(text, lower, "total capacty of"))
@@ -2228,6 +2434,47 @@ mod tests {
         // An allocation failure before the crash still wins.
         let d = diagnose("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 9000.00 MiB on device 0: cudaMalloc failed: out of memory\nSegmentation fault (core dumped)", None);
         assert_eq!(d.kind, Kind::Gpu);
+    }
+
+    #[test]
+    fn tensorrt_hami_heavydb_tpu_sigill_and_mlx_count_formats() {
+        let d = diagnose("[TRT] [W] Requested amount of GPU memory (4294967296 bytes) could not be allocated. There may not be enough free memory for allocation to succeed.", None);
+        assert_eq!((d.kind, d.source), (Kind::Gpu, Source::TensorRt));
+        near(d.numbers.tried_gib, 4.0);
+        assert_eq!(diagnose("[HAMI-core ERROR (pid:7 thread=1 allocator.c:52)]: Device 0 OOM 25769803776 / 17179869184", None).kind, Kind::Gpu);
+        assert_eq!(diagnose("[HAMI-core ERROR (pid:7 thread=1 allocator.c:126)]: cuMemoryAllocate failed res=217", None).kind, Kind::Unrecognised);
+        assert_eq!(
+            diagnose(
+                "ALLOCATION failed to find 1024B throwing out of memory CPU_MGR:0",
+                None
+            )
+            .kind,
+            Kind::Host
+        );
+        let d = diagnose("RuntimeError: Unable to initialize backend 'tpu': ABORTED: The TPU is already in use by process with pid 12.", None);
+        assert_eq!(d.hints, vec![Hint::DeviceBusy]);
+        assert_eq!(
+            diagnose("Illegal instruction (core dumped)", None).hints,
+            vec![Hint::CpuInstructions]
+        );
+        assert_eq!(
+            diagnose(
+                "RuntimeError: [metal::malloc] Resource limit (499000) exceeded.",
+                None
+            )
+            .kind,
+            Kind::NotMemory
+        );
+        // A pinned-memory failure is not a tiny-cuda-nn device allocation.
+        assert_eq!(
+            diagnose(
+                "gpu_memory.h:1 cudaMallocHost(&rawptr, n_bytes) failed: out of memory",
+                None
+            )
+            .kind,
+            Kind::Unrecognised
+        );
+        assert_eq!(diagnose("Killed: 9", None).kind, Kind::Host);
     }
 
     #[test]
