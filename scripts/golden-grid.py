@@ -50,6 +50,46 @@ HYBRID_MODELS = [
     "qwen3-next-80b-a3b-instruct",
 ]
 
+# Families added after the first grid run a reduced job set (a LoRA base, one change of targets, one of
+# checkpointing, a full fine-tune and a generation job) so that all of them fit one process's ~90 minutes.
+# Keys of a spec: "jobs" (names from `variants`, default REDUCED), "seq_len" (the base sequence length, when
+# `variants`' own rule would pick 1,024 for a model it takes minutes at), "layers" (cut `num_hidden_layers`, and a
+# `layer_types` list, to that many: the stacks of hundreds of billions of parameters keep every layer kind, e.g.
+# DeepSeek-V3's 3 dense + 2 MoE layers; the record carries "layers" and tests/golden_grid.rs cuts vramfit's
+# config the same way), "text_part" (a multimodal config: the language model alone, built from `text_config`;
+# the record carries "text_part"), "single_thread_backward" (see Falcon).
+REDUCED = ["lora-r16-all-ckpt", "lora-r8-attn-ckpt", "lora-r16-all-nockpt", "full-bf16-ckpt", "infer-b1-p512-n32"]
+ADDED = {
+    # Falcon's checkpointed backward aborts the process (std::terminate) in autograd's device thread on the fake
+    # device; the engine's single-threaded mode runs it (the same ops in the same order: a Gemma 7B job gives
+    # the same peak either way).
+    "falcon-7b": {"single_thread_backward": True},
+    "gpt-bigcode-santacoder": {},
+    "gemma-7b": {},
+    "phi-2": {},
+    "smollm3-3b": {},
+    "powerlm-3b": {},
+    "stablelm-base-alpha-3b": {},
+    "aya-expanse-8b": {},
+    "qwen1.5-moe-a2.7b": {},
+    "mistral-small-3.1-24b": {"text_part": True},
+    "gpt-oss-20b": {"seq_len": 512},
+    # Llama 4's `all-linear` LoRA jobs fail in PEFT itself (error records): Llama4Router is an nn.Linear subclass
+    # whose forward returns a (scores, logits) tuple, and PEFT's lora.Linear.forward reads `result.dtype`.
+    "llama-4-scout-17b-16e-instruct": {"text_part": True, "layers": 4, "seq_len": 512},  # 3 chunked + 1 NoPE
+    "glm-4.5-air": {"layers": 3, "seq_len": 512},  # first_k_dense_replace 1 dense + 2 MoE
+    # The oracle cannot run DBRX: DbrxExperts loops over the experts hit with `nonzero()` / `torch.where`
+    # (data-dependent shapes, DynamicOutputShapeException on fake tensors; no grouped_mm path in transformers
+    # 5.24). Its jobs stay in the grid as error records.
+    "dbrx-instruct": {"layers": 4, "seq_len": 512},
+    "minimax-m2": {"layers": 3, "seq_len": 512},
+    "deepseek-v3": {"layers": 5, "seq_len": 512},  # first_k_dense_replace 3 dense + 2 MoE
+    "kimi-k2-instruct": {"layers": 3, "seq_len": 512},  # first_k_dense_replace 1 dense + 2 MoE
+}
+# Not in the grid: Qwen2.5-VL and Qwen3-VL, whose language models (qwen2_5_vl_text, qwen3_vl_text) have no causal-LM
+# class in transformers 5.24 (AutoModelForCausalLM maps neither; only the head-less *TextModel exists), so the
+# oracle cannot build them from text_config.
+
 # Keys transformers needs that the catalog's trimmed configs leave to defaults which differ from the real
 # model (each value is from the model's published config.json on the Hugging Face Hub).
 FIXES = {
@@ -67,6 +107,23 @@ FIXES = {
                          "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0},
     "gemma3_text": lambda c: {"query_pre_attn_scalar": 256},
     "phi": lambda c: {"partial_rotary_factor": 0.4},
+    # databricks/dbrx-instruct config.json: the attention and FFN shapes sit in nested blocks (attn_config
+    # {clip_qkv 8, kv_n_heads 8, rope_theta 500000}, ffn_config {ffn_hidden_size 10752, moe_num_experts 16,
+    # moe_top_k 4, moe_jitter_eps 0, moe_loss_weight 0.05, moe_normalize_expert_weights 1}), which DbrxConfig
+    # builds from its defaults (kv_n_heads 1, 4 experts of 3584) when absent; and its own key names (d_model 6144,
+    # n_heads 48, n_layers 40, max_seq_len 32768), which the catalog's hidden_size etc. do not reach in
+    # transformers 5's DbrxConfig.
+    "dbrx": lambda c: {"d_model": c["hidden_size"], "n_heads": c["num_attention_heads"],
+                       "n_layers": c["num_hidden_layers"], "max_seq_len": c["max_position_embeddings"],
+                       "attn_config": {"clip_qkv": 8, "kv_n_heads": c["num_key_value_heads"], "rope_theta": 500000},
+                       "ffn_config": {"ffn_hidden_size": c["intermediate_size"],
+                                      "moe_num_experts": c["num_local_experts"],
+                                      "moe_top_k": c["num_experts_per_tok"], "moe_jitter_eps": 0.0,
+                                      "moe_loss_weight": 0.05, "moe_normalize_expert_weights": 1.0}},
+    # moonshotai/Kimi-K2-Instruct config.json: model_type "kimi_k2" with auto_map to its remote-code copy of
+    # DeepSeek-V3 (`modeling_deepseek.DeepseekV3ForCausalLM`), which transformers has as deepseek_v3; n_group 1,
+    # topk_group 1 (one expert group; DeepseekV3Config's defaults are DeepSeek-V3's 8 / 4).
+    "kimi_k2": lambda c: {"model_type": "deepseek_v3", "n_group": 1, "topk_group": 1},
 }
 
 
@@ -74,13 +131,27 @@ def catalog_configs():
     with open(CATALOG) as f:
         entries = {m["id"]: m for m in json.load(f)}
     out = {}
-    for mid in MODELS + HYBRID_MODELS:
-        cfg = {k: v for k, v in entries[mid]["config"].items() if not k.startswith("_")}
+    for mid in MODELS + HYBRID_MODELS + [m for m in ADDED if m not in MODELS]:
+        spec = ADDED.get(mid, {})
+        cfg = entries[mid]["config"]
+        if spec.get("text_part"):
+            cfg = {"tie_word_embeddings": cfg.get("tie_word_embeddings", False), **cfg["text_config"]}
+        cfg = {k: v for k, v in cfg.items() if not k.startswith("_")}
+        if spec.get("layers"):
+            cfg = cut_layers(cfg, spec["layers"])
         fix = FIXES.get(cfg["model_type"])
         if fix:
             cfg.update(fix(cfg))
         out[mid] = cfg
     return out
+
+
+def cut_layers(cfg, n):
+    """The config with its first `n` decoder layers (a `layer_types` list cut with them)."""
+    cfg = {**cfg, "num_hidden_layers": n}
+    if isinstance(cfg.get("layer_types"), list):
+        cfg["layer_types"] = cfg["layer_types"][:n]
+    return cfg
 
 
 def lora(r, targets):
@@ -95,20 +166,25 @@ def variants(mid, cfg):
     generation jobs. Shapes are real training shapes; very large models get shorter sequences so that one
     job stays under a minute."""
     big = cfg.get("num_hidden_layers", 0) * cfg.get("hidden_size", 0) > 32 * 4096 or "num_experts" in cfg
-    s = 512 if big else 1024
+    s = ADDED.get(mid, {}).get("seq_len") or (512 if big else 1024)
     attn = ATTN_ONLY
     if cfg["model_type"] in ("gpt2", "gpt_bigcode"):
         attn = ["c_attn", "c_proj"]
-    elif cfg["model_type"] == "falcon":
+    elif cfg["model_type"] in ("falcon", "gpt_neox"):
         attn = ["query_key_value", "dense"]
+    elif cfg["model_type"] == "dbrx":
+        attn = ["Wqkv", "out_proj"]
+    elif cfg["model_type"] == "deepseek_v3":
+        attn = ["q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"]
     elif cfg["model_type"] == "phi3":
         attn = ["qkv_proj", "o_proj"]
     elif cfg["model_type"] == "phi":
         attn = ["q_proj", "k_proj", "v_proj", "dense"]
     elif cfg["model_type"] == "deepseek_v2":
         attn = ["q_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"]
-    # transformers builds Gemma 2 only with eager attention (its soft-capping is not in SDPA).
-    default_attn = "eager" if cfg["model_type"] == "gemma2" else "sdpa"
+    # transformers builds Gemma 2 only with eager attention (its soft-capping is not in SDPA), and gpt-oss too
+    # (its per-head attention sinks are not in SDPA).
+    default_attn = "eager" if cfg["model_type"] in ("gemma2", "gpt_oss") else "sdpa"
     base = {"mode": "lora", "dtype": "bf16", "optimizer": "adamw", "lora": lora(16, "all-linear"),
             "gradient_checkpointing": True, "attn": default_attn, "batch_size": 2, "seq_len": s}
     jobs = {
@@ -135,8 +211,9 @@ def variants(mid, cfg):
     if cfg["model_type"] in ("gemma2", "gemma3_text"):
         # transformers asks for eager attention with Gemma 2's soft-capping; both are in the grid.
         jobs["lora-eager-nockpt"] = {"attn": "eager", "gradient_checkpointing": False, "batch_size": 1}
-    for name, change in jobs.items():
-        job = {**base, **change}
+    chosen = ADDED[mid].get("jobs", REDUCED) if mid in ADDED else list(jobs)
+    for name in chosen:
+        job = {**base, **jobs[name]}
         if job["mode"] != "lora":
             job.pop("lora")
         yield f"{mid}/{name}", job
@@ -178,6 +255,12 @@ def done_ids(path):
     return ids
 
 
+def arch_overrides(mid):
+    """What a record says about the model it ran beside the catalog id: a layer cut and the text part alone."""
+    spec = ADDED.get(mid, {})
+    return {k: spec[k] for k in ("layers", "text_part") if k in spec}
+
+
 def run_shard(fake_peak_dir, shard, only):
     sys.path.insert(0, fake_peak_dir)
     import fake_peak  # noqa: E402
@@ -195,13 +278,14 @@ def run_shard(fake_peak_dir, shard, only):
             continue
         t0 = time.time()
         try:
-            res = fake_peak.run_job({**job, "model": dict(cfg)})
+            with torch.autograd.set_multithreading_enabled(not ADDED.get(mid, {}).get("single_thread_backward")):
+                res = fake_peak.run_job({**job, "model": dict(cfg)})
         except Exception as e:  # a job the oracle cannot run is recorded, not fatal
-            rec = {"id": jid, "model": mid, "job": job, "error": f"{type(e).__name__}: {e}"}
+            rec = {"id": jid, "model": mid, "job": job, **arch_overrides(mid), "error": f"{type(e).__name__}: {e}"}
             traceback.print_exc()
         else:
             rec = {
-                "id": jid, "model": mid, "job": job,
+                "id": jid, "model": mid, "job": job, **arch_overrides(mid),
                 "peak_allocated_bytes": res["peak_allocated_bytes"],
                 "peak_breakdown_bytes": res["peak_breakdown_bytes"],
                 "peak_at": res["peak_at"],
