@@ -284,6 +284,7 @@ pub fn job_from_case(case: &Value) -> Result<Job, String> {
         Some("gptq-int4") => WeightFormat::GptqInt4,
         Some("gptq-int8") => WeightFormat::GptqInt8,
         Some("awq-int4") => WeightFormat::AwqInt4,
+        Some("mxfp4") => WeightFormat::Mxfp4,
         Some(q) => return Err(format!("quantization '{q}' is not modelled")),
     };
     job.optimizer = match s(case, "optimizer") {

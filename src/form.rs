@@ -44,6 +44,8 @@ pub struct Form {
     pub peft_method: crate::model::peft::Method,
     /// Virtual tokens of the prompt methods (`num_virtual_tokens`).
     pub virtual_tokens: u32,
+    /// Tokens whose embedding rows PEFT's trainable tokens train (`len(token_indices)`).
+    pub trainable_tokens: u32,
     pub micro_batch: u32,
     pub seq_len: u32,
     pub grad_accum: u32,
@@ -115,6 +117,7 @@ impl Default for Form {
             lora_dropout: true,
             peft_method: crate::model::peft::Method::Lora,
             virtual_tokens: 20,
+            trainable_tokens: 10,
             micro_batch: 4,
             seq_len: 2048,
             grad_accum: 4,
@@ -261,6 +264,7 @@ impl Form {
             dropout: self.lora_dropout,
             method: self.peft_method,
             virtual_tokens: self.virtual_tokens,
+            trainable_tokens: self.trainable_tokens,
             ..Lora::default()
         }
     }
@@ -279,6 +283,7 @@ impl Form {
         self.lora_dropout = lora.dropout;
         self.peft_method = lora.method;
         self.virtual_tokens = lora.virtual_tokens;
+        self.trainable_tokens = lora.trainable_tokens;
     }
 
     /// Switches the training stack and takes its defaults for the fields a stack decides.

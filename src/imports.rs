@@ -19,8 +19,12 @@ pub enum Understood {
     },
     /// LoRA settings of an adapter.
     Adapter {
+        /// The PEFT method (`peft_type`).
+        method: crate::model::peft::Method,
         rank: u32,
         targets: Vec<Module>,
+        /// Tokens a trainable-tokens adapter trains (`token_indices`; meaningful for that method only).
+        trainable_tokens: u32,
         /// `target_modules` names that map to no module the model knows.
         unknown_targets: Vec<String>,
     },
@@ -68,8 +72,10 @@ pub fn detect(text: &str, base: &Form) -> Result<Detected, String> {
                 params: crate::model::vision::total_params(&m.arch),
             },
             ImportedFile::Adapter(a) => Understood::Adapter {
+                method: a.lora.method,
                 rank: a.lora.rank,
                 targets: a.lora.targets.clone(),
+                trainable_tokens: a.lora.trainable_tokens,
                 unknown_targets: a.unknown_targets.clone(),
             },
         };

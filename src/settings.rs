@@ -476,7 +476,7 @@ pub static SETTINGS: &[Setting] = &[
                 "fp16",
             ],
             trl_weights,
-            "FP8, GPTQ and AWQ weights come quantized in the checkpoint, not from a flag; bitsandbytes 4-bit is QLoRA and 8-bit is LoRA only; a 16-bit base's bf16/fp16 does not show in an fp32 run",
+            "FP8, GPTQ, AWQ and MXFP4 weights come quantized in the checkpoint, not from a flag (and TRL has no flag for `Mxfp4Config(dequantize=True)`); bitsandbytes 4-bit is QLoRA and 8-bit is LoRA only; a 16-bit base's bf16/fp16 does not show in an fp32 run",
         ),
         // `quantization_bit` 4/8, `quantization_type` nf4/fp4, `double_quantization` (default true).
         llama_factory: when(
@@ -590,7 +590,7 @@ pub static SETTINGS: &[Setting] = &[
         trl: when(
             &["use_peft"],
             trl_lora,
-            "TRL's ModelConfig builds a LoraConfig only: VeRA, IA³, LoHa, OFT, prompt methods… need code",
+            "TRL's ModelConfig builds a LoraConfig only: VeRA, IA³, LoHa, OFT, prompt methods, trainable tokens… need code",
         ),
         llama_factory: when(
             &["finetuning_type"],
@@ -605,6 +605,18 @@ pub static SETTINGS: &[Setting] = &[
         ),
         llama_factory: no(
             "LLaMA-Factory has no prompt tuning (`finetuning_type`: lora, oft, freeze, full)",
+        ),
+        deepspeed: no(NO_DS_MODEL),
+    }),
+    // PEFT trainable tokens (`TrainableTokensConfig.token_indices`, their count). Neither TRL's `ModelConfig`
+    // nor LLaMA-Factory's `FinetuningArguments` builds one; the count lives in the adapter_config.json,
+    // which the importer reads (`catalog::import::parse_adapter_config`).
+    number_setting!("ttok", trainable_tokens, 1, crate::model::limits::MAX_DIM, [], Exports {
+        trl: no(
+            "TRL's ModelConfig builds a LoraConfig only and has no `trainable_token_indices`: the tokens live in the adapter_config.json (`token_indices`), which the importer reads",
+        ),
+        llama_factory: no(
+            "LLaMA-Factory has no trainable tokens (`finetuning_type`: lora, oft, freeze, full; `additional_target` trains whole modules)",
         ),
         deepspeed: no(NO_DS_MODEL),
     }),

@@ -281,6 +281,7 @@ mod tests {
             lora_dropout: false,
             peft_method: crate::model::peft::Method::Vera,
             virtual_tokens: 30,
+            trainable_tokens: 42,
             trained_layers: 4,
             projection_rank: 64,
             optimizer_in_backward: true,

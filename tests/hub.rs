@@ -75,7 +75,7 @@ fn a_sharded_8bit_checkpoint_sums_its_shards_to_the_index_total() {
 }
 
 #[test]
-fn mxfp4_experts_are_counted_exactly_and_the_format_is_flagged_as_approximate() {
+fn mxfp4_experts_are_counted_exactly_and_the_format_is_mxfp4() {
     let m = load("openai/gpt-oss-20b").unwrap();
     // No X-Repo-Commit here: config.json's ETag tells the version.
     assert!(matches!(m.version, Some(vramfit::hub::Version::Etag(_))));
@@ -89,9 +89,19 @@ fn mxfp4_experts_are_counted_exactly_and_the_format_is_flagged_as_approximate() 
     let q = imported.quantization.unwrap();
     assert_eq!(
         (q.method.as_str(), q.format, q.approximate),
-        ("mxfp4", Some(WeightFormat::Fp4), true)
+        ("mxfp4", Some(WeightFormat::Mxfp4), false)
     );
-    assert_eq!(imported.weights, Some(WeightFormat::Fp4));
+    assert_eq!(imported.weights, Some(WeightFormat::Mxfp4));
+    // The weights model on the imported shape: the experts' U8 bytes exactly; the bf16 rest 13,413,888 B
+    // short, the o_proj, router and expert biases and attention sinks the shape does not count.
+    let p = imported.arch.params();
+    assert_eq!(
+        p.expert_linear * WeightFormat::Mxfp4.linear_bytes(),
+        10_152_345_600.0
+    );
+    let model =
+        vramfit::model::serve::weights_bytes_per_gpu(&imported.arch, WeightFormat::Mxfp4, 1);
+    assert_eq!(w.bytes as f64 - model, 13_413_888.0);
 }
 
 #[test]
@@ -221,10 +231,7 @@ fn the_cli_estimates_a_hub_model() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("parameters:"), "{out}");
-    assert!(
-        err.contains("quantization mxfp4 approximated as fp4"),
-        "{err}"
-    );
+    assert!(err.contains("quantization mxfp4 as mxfp4"), "{err}");
 
     let (code, _, err) = vramfit(&[
         "estimate",

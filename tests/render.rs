@@ -86,3 +86,35 @@ async fn vision_inputs_appear_only_for_a_model_with_a_vision_tower() {
         "{zh}"
     );
 }
+
+#[tokio::test]
+async fn trainable_tokens_ask_for_their_count_and_say_what_they_train() {
+    let html = render(
+        "model=llama-3.2-1b&peft=trainable-tokens&ttok=100",
+        Lang::En,
+    )
+    .await;
+    assert!(html.contains("id=\"ttok\""), "{html}");
+    assert!(!html.contains("id=\"rank\""), "{html}");
+    // 100 tokens × hidden 2048.
+    assert!(html.contains("Trains 204,800 parameters"), "{html}");
+    assert!(html.contains("id=\"peft-vs-lora\""), "{html}");
+    let zh = render(
+        "model=llama-3.2-1b&peft=trainable-tokens&ttok=100",
+        Lang::Zh,
+    )
+    .await;
+    assert!(zh.contains("训练 204,800 个参数"), "{zh}");
+}
+
+#[tokio::test]
+async fn mxfp4_says_when_it_is_trained_in_bf16_or_quantizes_nothing() {
+    let train = render("model=gpt-oss-20b&weights=mxfp4", Lang::En).await;
+    assert!(train.contains("id=\"mxfp4-trains-bf16\""), "{train}");
+    let serve = render("model=gpt-oss-20b&weights=mxfp4&mode=inference", Lang::En).await;
+    assert!(
+        !serve.contains("id=\"mxfp4-trains-bf16\"") && !serve.contains("id=\"mxfp4-no-experts\"")
+    );
+    let dense = render("model=llama-3.2-1b&weights=mxfp4&mode=inference", Lang::Zh).await;
+    assert!(dense.contains("id=\"mxfp4-no-experts\""), "{dense}");
+}

@@ -118,6 +118,7 @@ fn form_from(words: Vec<u32>) -> Form {
             WeightFormat::GptqInt4,
             WeightFormat::GptqInt8,
             WeightFormat::AwqInt4,
+            WeightFormat::Mxfp4,
         ]),
         precision: p.one(&[Precision::Pure16, Precision::Mixed, Precision::Fp32]),
         optimizer: p.one(&[
@@ -153,6 +154,7 @@ fn form_from(words: Vec<u32>) -> Form {
         lora_dropout: p.flag(),
         peft_method: p.one(&Method::ALL),
         virtual_tokens: p.number("vtok"),
+        trainable_tokens: p.number("ttok"),
         micro_batch: p.number("batch"),
         seq_len: p.number("seq"),
         grad_accum: p.number("accum"),

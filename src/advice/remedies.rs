@@ -287,7 +287,9 @@ pub fn single_changes(form: &Form) -> Vec<(Change, Form, Vec<Caveat>)> {
                 vec![Caveat::Quantized4bit],
             );
         }
-        if lora && form.lora_rank > 4 {
+        // Rank and targets mean nothing to the prompt methods and trainable tokens, which adapt no module.
+        let modules = lora && form.peft_method.adapts_modules();
+        if modules && form.lora_rank > 4 {
             add(
                 Change::LowerRank,
                 Form {
@@ -297,7 +299,7 @@ pub fn single_changes(form: &Form) -> Vec<(Change, Form, Vec<Caveat>)> {
                 vec![Caveat::LessCapacity],
             );
         }
-        if lora
+        if modules
             && form
                 .lora_targets
                 .iter()

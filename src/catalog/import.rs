@@ -486,8 +486,8 @@ pub struct Quantization {
 /// - bitsandbytes 4-bit NF4/FP4 (± double quantization) and LLM.int8(): modelled exactly;
 /// - GPTQ/AWQ: modelled at 4 or 8 bits with group size 128; other widths or groups are approximated;
 /// - FP8 (block-wise or per-row scales): 1 B per weight, the scales are < 0.1%;
-/// - MXFP4 (gpt-oss): 4-bit E2M1 values with one 8-bit scale per 32, 4.25 bits, and only the experts
-///   quantized: approximated as FP4 (4.5 bits, every decoder linear layer);
+/// - MXFP4 (gpt-oss, `Mxfp4Config`): 4-bit E2M1 values with one 8-bit E8M0 scale per 32, 4.25 bits, on the
+///   routed experts only: modelled exactly ([`WeightFormat::Mxfp4`]);
 /// - compressed-tensors: from its first weight group's `num_bits`/`type`/`group_size` (int4 → GPTQ int4,
 ///   exact at group 128; 4-bit float (NVFP4: an 8-bit scale per 16, 4.5 bits) → FP4; 8-bit float → FP8;
 ///   8-bit int → int8);
@@ -514,7 +514,7 @@ fn quantization(q: &Map<String, Value>) -> Quantization {
         "gptq" => (Some(GptqInt4), bits != 4 || group != 128),
         "awq" => (Some(AwqInt4), bits != 4 || group != 128),
         "fp8" | "fbgemm_fp8" => (Some(Fp8), false),
-        "mxfp4" => (Some(Fp4), true),
+        "mxfp4" => (Some(Mxfp4), false),
         "compressed-tensors" => compressed_tensors(q),
         "modelopt" => {
             let algo = q
@@ -705,21 +705,35 @@ fn peft_method(obj: &Map<String, Value>) -> Result<Method, ImportError> {
         "PROMPT_TUNING" => Method::PromptTuning,
         "PREFIX_TUNING" => Method::PrefixTuning,
         "P_TUNING" => Method::PTuning,
+        "TRAINABLE_TOKENS" => Method::TrainableTokens,
         other => {
             return Err(invalid(
                 "peft_type",
-                &format!("{other} is not modelled (LoRA, AdaLoRA, VeRA, IA3, LoHa, LoKr, OFT and the prompt methods are)"),
+                &format!("{other} is not modelled (LoRA, AdaLoRA, VeRA, IA3, LoHa, LoKr, OFT, trainable tokens and the prompt methods are)"),
             ))
         }
     })
 }
 
 /// Reads a PEFT `adapter_config.json`: `LoraConfig` and the other methods' configs (`r`, AdaLoRA `init_r`,
-/// OFT `oft_block_size`, prompt methods' `num_virtual_tokens` and `encoder_hidden_size`).
+/// OFT `oft_block_size`, prompt methods' `num_virtual_tokens` and `encoder_hidden_size`, trainable tokens'
+/// `token_indices`). A LoRA config's `trainable_token_indices` (a trainable-tokens delta beside the
+/// adapter) is not modelled and is reported among the ignored names.
 pub fn parse_adapter_config(value: &Value) -> Result<AdapterSettings, ImportError> {
     let obj = value.as_object().ok_or(ImportError::NotObject)?;
     let r = Reader(obj);
     let method = peft_method(obj)?;
+    if method == Method::TrainableTokens {
+        return Ok(AdapterSettings {
+            lora: Lora {
+                method,
+                trainable_tokens: token_count(obj)?,
+                dropout: false,
+                ..Lora::default()
+            },
+            unknown_targets: Vec::new(),
+        });
+    }
     if method.is_prompt() {
         let lora = Lora {
             method,
@@ -783,6 +797,12 @@ pub fn parse_adapter_config(value: &Value) -> Result<AdapterSettings, ImportErro
     }
     targets.sort_by_key(|m| Module::ALL.iter().position(|x| x == m));
     targets.dedup();
+    if obj
+        .get("trainable_token_indices")
+        .is_some_and(|v| !v.is_null())
+    {
+        unknown_targets.push("trainable_token_indices".to_string());
+    }
     let saved: Vec<&str> = obj
         .get("modules_to_save")
         .and_then(Value::as_array)
@@ -807,9 +827,80 @@ pub fn parse_adapter_config(value: &Value) -> Result<AdapterSettings, ImportErro
     })
 }
 
+/// How many tokens a `TrainableTokensConfig` trains: the length of its `token_indices` (PEFT
+/// `tuners/trainable_tokens/layer.py` `update_layer`: the delta is `weight[token_indices]`, one row per
+/// listed index).
+fn token_count(obj: &Map<String, Value>) -> Result<u32, ImportError> {
+    match obj.get("token_indices") {
+        None | Some(Value::Null) => Err(ImportError::Missing("token_indices")),
+        Some(Value::Array(list)) if list.iter().all(|v| v.as_u64().is_some()) => {
+            match u32::try_from(list.len()) {
+                Ok(0) => Err(invalid("token_indices", "must list at least one token")),
+                Ok(n) if u64::from(n) <= MAX_DIM => Ok(n),
+                _ => Err(invalid(
+                    "token_indices",
+                    &format!("{} tokens is implausibly many", list.len()),
+                )),
+            }
+        }
+        Some(other) => {
+            let shown: String = other.to_string().chars().take(40).collect();
+            Err(invalid(
+                "token_indices",
+                &format!("expected a list of token ids, got {shown}"),
+            ))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `TrainableTokensConfig` (PEFT `peft_type` TRAINABLE_TOKENS) trains one embedding row per listed
+    /// token: three indices are three tokens. A LoRA config's `trainable_token_indices` is reported.
+    #[test]
+    fn trainable_tokens_config_counts_its_indices() {
+        let text = r#"{"peft_type":"TRAINABLE_TOKENS","token_indices":[128000,128001,128009],
+            "target_modules":"embed_tokens","init_weights":true}"#;
+        let ImportedFile::Adapter(a) = parse_any_text(text).unwrap() else {
+            panic!("an adapter config");
+        };
+        assert_eq!(
+            (a.lora.method, a.lora.trainable_tokens),
+            (Method::TrainableTokens, 3)
+        );
+        for bad in [
+            r#"{"peft_type":"TRAINABLE_TOKENS"}"#,
+            r#"{"peft_type":"TRAINABLE_TOKENS","token_indices":[]}"#,
+            r#"{"peft_type":"TRAINABLE_TOKENS","token_indices":"0,1"}"#,
+        ] {
+            let e = parse_any_text(bad).unwrap_err().to_string();
+            assert!(e.contains("token_indices"), "{e}");
+        }
+        let lora = r#"{"peft_type":"LORA","r":8,"target_modules":["q_proj"],
+            "trainable_token_indices":[5,6]}"#;
+        let ImportedFile::Adapter(a) = parse_any_text(lora).unwrap() else {
+            panic!("an adapter config");
+        };
+        assert_eq!(a.lora.method, Method::Lora);
+        assert_eq!(
+            a.unknown_targets,
+            vec!["trainable_token_indices".to_string()]
+        );
+    }
+
+    /// gpt-oss's `quantization_config` (`quant_method: mxfp4`) is the MXFP4 format, exactly.
+    #[test]
+    fn mxfp4_quantization_config_is_exact() {
+        let q = LLAMA.replace(
+            "\"tie_word_embeddings\":false",
+            "\"quantization_config\":{\"quant_method\":\"mxfp4\",\"modules_to_not_convert\":[\"model.layers.*.self_attn\",\"model.layers.*.mlp.router\",\"model.embed_tokens\",\"lm_head\"]}",
+        );
+        let imported = parse_config_text(&q).unwrap();
+        assert_eq!(imported.weights, Some(WeightFormat::Mxfp4));
+        assert!(!imported.quantization.unwrap().approximate);
+    }
 
     const LLAMA: &str = r#"{"model_type":"llama","hidden_size":4096,"num_hidden_layers":32,
         "num_attention_heads":32,"num_key_value_heads":8,"intermediate_size":14336,"vocab_size":128256,

@@ -8,7 +8,7 @@
 //! needs it (autograd codegen's `should_compute_output`), so frozen LoRA base weights save less.
 
 use super::arch::{Architecture, MlpKind};
-use super::job::{AttentionImpl, Checkpointing, Job, Mode, Module, Precision};
+use super::job::{AttentionImpl, Checkpointing, Job, LossImpl, Mode, Module, Precision};
 use super::peft::Method;
 use super::shapes::Shapes;
 
@@ -221,7 +221,7 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
     };
 
     // DoRA recomputes the weight norm and scales the output: about one more output copy per module.
-    let (dora_attn, dora_mlp) = if lora && job.lora.dora {
+    let (dora_attn, dora_mlp) = if lora && job.lora.dora && job.lora.method.adapts_modules() {
         (ab * (q + 2.0 * kv), ab * 3.0 * h)
     } else {
         (0.0, 0.0)
@@ -257,7 +257,8 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
 /// - IA³: the fp32 copy that the learned vector multiplies: the module output (4·d_out), or on a
 ///   feed-forward module its input (4·d_in);
 /// - LoHa, LoKr, OFT: the fp32 cast of the input that meets the materialized (or rotated) weight, 4·d_in;
-/// - prompt methods adapt no module.
+/// - prompt methods and trainable tokens adapt no module (the latter's saved tensors are at the LM head,
+///   [`tied_token_head`]).
 pub fn adapter_bytes_per_token(job: &Job, m: Module, d_in: f64, d_out: f64) -> f64 {
     let amp = autocast_over_fp32(job);
     let mask = if job.lora.dropout { 1.0 } else { 0.0 };
@@ -270,7 +271,9 @@ pub fn adapter_bytes_per_token(job: &Job, m: Module, d_in: f64, d_out: f64) -> f
         Method::Ia3 if super::peft::is_feed_forward(m) => 4.0 * d_in,
         Method::Ia3 => 4.0 * d_out,
         Method::Loha | Method::Lokr | Method::Oft => (cast + mask) * d_in,
-        Method::PromptTuning | Method::PrefixTuning | Method::PTuning => 0.0,
+        Method::PromptTuning | Method::PrefixTuning | Method::PTuning | Method::TrainableTokens => {
+            0.0
+        }
     }
 }
 
@@ -298,17 +301,56 @@ pub fn adapter_bytes_per_layer(job: &Job, arch: &Architecture) -> f64 {
 }
 
 /// Bytes per token that the final norm and the LM head keep for backward: the norm's fp32 input copy, its
-/// normalized output when its weight trains, and the LM head's 16-bit input when the head trains (same
-/// saved-tensor reading as [`layer_bytes_per_token`]).
+/// normalized output when its weight trains, and the LM head's 16-bit input when the head trains, or when
+/// trainable tokens make its (tied) weight require grad ([`tied_token_head`]; same saved-tensor reading as
+/// [`layer_bytes_per_token`]).
 pub fn final_norm_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
     let h = f64::from(arch.hidden);
     let ab = act_bytes(job);
     let rb = residual_bytes(job);
+    let lora = matches!(job.mode, Mode::Lora | Mode::Qlora);
     let head_trained = weights_trained(job)
-        || (job.lora.train_lm_head && matches!(job.mode, Mode::Lora | Mode::Qlora));
+        || (job.lora.train_lm_head && lora && job.lora.method != Method::TrainableTokens)
+        || tokens_on_tied_head(job);
     4.0 * h
         + if weights_trained(job) { rb * h } else { 0.0 }
         + if head_trained { ab * h } else { 0.0 }
+}
+
+/// Whether PEFT's trainable tokens run through a tied LM head: the model ties `lm_head` to the embedding, so
+/// PEFT wraps it in a `TrainableTokensLayer` tied to the embedding's (`trainable_tokens/model.py`
+/// `inject_adapter`), whose forward is `F.linear(x, W)` on the merged weight. A fused linear + cross-entropy
+/// kernel (Liger, Unsloth) reads `lm_head.weight` itself and never calls that forward; a reward model's
+/// scalar head has no vocabulary matrix.
+fn tokens_on_tied_head(job: &Job) -> bool {
+    matches!(job.mode, Mode::Lora | Mode::Qlora)
+        && job.lora.method == Method::TrainableTokens
+        && job.arch.tied_embeddings
+        && job.loss != LossImpl::Fused
+        && job.objective.has_vocab_logits()
+}
+
+/// What trainable tokens on a tied LM head add at the loss's end of backward, bytes on the busiest GPU:
+/// `(saved, head_backward)`.
+///
+/// The tied layer's forward builds the merged weight, `W.index_copy(0, token_indices, delta)` (PEFT
+/// `trainable_tokens/layer.py` `get_merged_weights`): a whole `vocab × h` copy, in the weight's dtype
+/// (under autocast, `F.linear` casts it to 16-bit). `W` requires grad through the delta, so `F.linear` saves
+/// it (and its input, [`final_norm_bytes_per_token`]) until the head's backward: `saved` = `ab · V · h`.
+/// That backward forms the dense weight gradient `grad_logitsᵀ · x` (`ab · V · h`, plus its fp32 copy when
+/// autocast casts back to fp32 weights) beside the 16-bit logits gradient (`ab` per logit) before
+/// `IndexCopyBackward` keeps the `n` trained rows: `head_backward`, a moment after the loss's own buffers
+/// ([`super::loss::loss_bytes`]) are freed. The vocabulary is split by tensor parallelism. 0 otherwise.
+pub fn tied_token_head(job: &Job, s: &Shapes) -> (f64, f64) {
+    if !tokens_on_tied_head(job) {
+        return (0.0, 0.0);
+    }
+    let ab = act_bytes(job);
+    let vocab = f64::from(job.arch.vocab) / s.tensor_split;
+    let matrix = vocab * f64::from(job.arch.hidden);
+    let grad_cast = if s.working > ab { s.working } else { 0.0 };
+    let logits_grad = ab * s.tokens * super::preference::logit_share(job) * vocab;
+    (ab * matrix, (ab + grad_cast) * matrix + logits_grad)
 }
 
 /// Bytes per token of one decoder layer's backward working set beyond what it saved: the incoming gradient of
@@ -424,11 +466,14 @@ pub fn backward_peak(job: &Job, s: &Shapes, loss: f64) -> BackwardPeak {
     };
     let final_norm = final_norm_bytes_per_token(arch, job) * tokens;
     let layer_work = layer_backward_bytes_per_token(arch, job).per_rank(tp) * tokens;
-    let loss_phase = saved_acts + saved_scores + final_norm + loss;
+    // Trainable tokens on a tied head: its saved merged weight, and the head's backward after the loss's.
+    let (head_saved, head_backward) = tied_token_head(job, s);
+    let loss = loss.max(head_backward);
+    let loss_phase = saved_acts + saved_scores + final_norm + head_saved + loss;
     let layer_phase = saved_acts + saved_scores + recomputed_acts + recomputed_scores + layer_work;
     if loss_phase >= layer_phase {
         BackwardPeak {
-            activations: saved_acts + final_norm,
+            activations: saved_acts + final_norm + head_saved,
             scores: saved_scores,
             logits: loss,
         }
@@ -437,6 +482,84 @@ pub fn backward_peak(job: &Job, s: &Shapes, loss: f64) -> BackwardPeak {
             activations: saved_acts + recomputed_acts + layer_work,
             scores: saved_scores + recomputed_scores,
             logits: 0.0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{estimate, Lora, Stack, WeightFormat};
+
+    fn tokens_job(model: &str, batch: u32, seq: u32, checkpointing: Checkpointing) -> Job {
+        Job {
+            arch: crate::catalog::model(model).unwrap().arch().clone(),
+            stack: Stack::Generic,
+            mode: Mode::Lora,
+            weights: WeightFormat::Bf16,
+            precision: Precision::Pure16,
+            lora: Lora {
+                method: Method::TrainableTokens,
+                trainable_tokens: 100,
+                dropout: false,
+                ..Lora::default()
+            },
+            micro_batch: batch,
+            seq_len: seq,
+            grad_accum: 1,
+            checkpointing,
+            attention: AttentionImpl::Sdpa,
+            loss: LossImpl::Fp32Logits,
+            ..Job::default()
+        }
+    }
+
+    /// Llama-3.2-1B ties its 128,256 × 2048 head. Pure bf16, 2 × 512 tokens: the head saves its merged
+    /// weight, 2 · 128,256 · 2048 = 525,336,576 B; its backward holds the bf16 weight gradient (another
+    /// 525,336,576 B) beside the bf16 logits gradient, 2 · 1024 · 128,256 = 262,668,288 B: 788,004,864 B.
+    /// Mistral-7B's head is untied, and a fused loss never runs the wrapped head: nothing.
+    #[test]
+    fn a_tied_head_keeps_its_merged_weight() {
+        let job = tokens_job("llama-3.2-1b", 2, 512, Checkpointing::Layer);
+        let s = Shapes::of(&job);
+        assert_eq!(tied_token_head(&job, &s), (525_336_576.0, 788_004_864.0));
+        let untied = tokens_job("mistral-7b-v0.1", 2, 512, Checkpointing::Layer);
+        assert_eq!(tied_token_head(&untied, &Shapes::of(&untied)), (0.0, 0.0));
+        let fused = Job {
+            loss: LossImpl::Fused,
+            ..job.clone()
+        };
+        assert_eq!(tied_token_head(&fused, &Shapes::of(&fused)), (0.0, 0.0));
+        // The head's 16-bit input is saved too: 2 · 2048 B a token, beside the final norm's fp32 input.
+        assert_eq!(
+            final_norm_bytes_per_token(&job.arch, &job),
+            4.0 * 2048.0 + 2.0 * 2048.0
+        );
+    }
+
+    /// `max_memory_allocated` of two steps of PEFT's real `TrainableTokensConfig(token_indices=range(100))`
+    /// on fake tensors (`shared/tools/fake-peak/fake_peak.py`, PEFT 0.21.2, transformers 5.24, torch 2.15;
+    /// bf16, AdamW, SDPA, `peft.LoraConfig` bound to the trainable-tokens config as `scripts/golden-peft.py`
+    /// binds the other methods). The tied models peak at the loss's backward with the head's merged weight
+    /// saved; Mistral-7B at 1 × 128 tokens peaks in `embedding_dense_backward`, the end of backward.
+    #[test]
+    fn trainable_tokens_match_the_oracle() {
+        use Checkpointing::{Layer, Off};
+        for (model, batch, seq, ckpt, oracle) in [
+            ("llama-3.2-1b", 2, 512, Layer, 4_656_922_624.0),
+            ("llama-3.2-1b", 2, 512, Off, 5_833_568_256.0),
+            ("qwen2.5-0.5b", 2, 512, Layer, 3_178_852_352.0),
+            ("qwen2.5-0.5b", 2, 512, Off, 4_130_455_552.0),
+            ("mistral-7b-v0.1", 2, 512, Layer, 15_169_555_456.0),
+            ("mistral-7b-v0.1", 2, 512, Off, 19_469_007_872.0),
+            ("mistral-7b-v0.1", 1, 128, Layer, 14_756_331_520.0),
+        ] {
+            let e = estimate(&tokens_job(model, batch, seq, ckpt));
+            let err = (e.peak_allocated - oracle) / oracle;
+            assert!(
+                err.abs() < 0.005,
+                "{model} {ckpt:?} {batch}×{seq}: {err:+.4}"
+            );
         }
     }
 }

@@ -8,7 +8,9 @@ use super::shapes::Shapes;
 /// Trainable parameters, and the share of them that are adapters (rather than base weights).
 ///
 /// LoRA on a `d_in × d_out` module adds `r·(d_in + d_out)` (Hu et al. 2021); DoRA adds a magnitude vector of
-/// `d_out` (Liu et al. 2024). `modules_to_save` trains full copies of the embedding / LM head.
+/// `d_out` (Liu et al. 2024). `modules_to_save` trains full copies of the embedding / LM head. Trainable
+/// tokens train `n · h` embedding rows and adapt no module ([`peft::trainable_tokens_params`]); their config
+/// (`TrainableTokensConfig`) has no `modules_to_save`.
 /// Freeze-tuning trains the last n decoder layers (LLaMA-Factory `freeze_trainable_layers`).
 pub fn trainable(job: &Job, p: &ParamCounts) -> (f64, f64) {
     let layers = f64::from(job.arch.layers);
@@ -24,7 +26,7 @@ pub fn trainable(job: &Job, p: &ParamCounts) -> (f64, f64) {
             let method = job.lora.method;
             let mut adapters = 0.0;
             for (m, d_in, d_out) in job.arch.linear_modules() {
-                if method.is_prompt() || !job.lora.targets.contains(&m) || d_in <= 0.0 {
+                if !method.adapts_modules() || !job.lora.targets.contains(&m) || d_in <= 0.0 {
                     continue;
                 }
                 // PEFT adapts every expert of an MoE layer's gate/up/down (and the shared expert).
@@ -41,11 +43,13 @@ pub fn trainable(job: &Job, p: &ParamCounts) -> (f64, f64) {
             }
             adapters *= layers;
             adapters += peft::prompt_params(job, &job.arch);
+            adapters += peft::trainable_tokens_params(job, &job.arch);
+            let saves_modules = method != peft::Method::TrainableTokens;
             let mut full = 0.0;
-            if job.lora.train_embed {
+            if job.lora.train_embed && saves_modules {
                 full += p.embedding;
             }
-            if job.lora.train_lm_head {
+            if job.lora.train_lm_head && saves_modules {
                 full += if p.lm_head > 0.0 {
                     p.lm_head
                 } else {
@@ -57,9 +61,11 @@ pub fn trainable(job: &Job, p: &ParamCounts) -> (f64, f64) {
     }
 }
 
-/// Adapter parameters that are stored but not trained: LoRA-FA's frozen `lora_A` (`r·d_in` per module) and
+/// Adapter parameters that are stored but not trained: LoRA-FA's frozen `lora_A` (`r·d_in` per module),
 /// VeRA's `vera_A`/`vera_B`, one pair shared by every adapted module and sized by the largest input and
-/// output widths among them (PEFT `vera/model.py` `_find_dim`).
+/// output widths among them (PEFT `vera/model.py` `_find_dim`), and trainable tokens' copy of the original
+/// rows (`trainable_tokens_original`, a buffer the shape of the delta, `n · h`, kept to unmerge; PEFT
+/// `trainable_tokens/layer.py` `update_layer`).
 pub fn frozen_adapter_params(job: &Job) -> f64 {
     if !matches!(job.mode, Mode::Lora | Mode::Qlora) {
         return 0.0;
@@ -81,6 +87,7 @@ pub fn frozen_adapter_params(job: &Job) -> f64 {
                 });
             r * (max_in + max_out)
         }
+        peft::Method::TrainableTokens => peft::trainable_tokens_params(job, &job.arch),
         _ => 0.0,
     }
 }
@@ -88,7 +95,8 @@ pub fn frozen_adapter_params(job: &Job) -> f64 {
 /// Adapter bytes on the busiest GPU: trained and frozen adapter parameters in fp32. PEFT keeps adapter
 /// weights in fp32 (`autocast_adapter_dtype=True`, `peft/tuners/tuners_utils.py`), so their gradients and
 /// optimizer states are fp32 whatever the base precision; LoRA-FA's `lora_A` and VeRA's shared random
-/// projections sit beside them in fp32 too.
+/// projections sit beside them in fp32 too, and so does trainable tokens' `trainable_tokens_original`
+/// (`cast_adapter_dtype` upcasts bf16/fp16 `BufferDict` entries as well as parameters).
 pub fn adapter_bytes(job: &Job, s: &Shapes) -> f64 {
     (s.adapter + frozen_adapter_params(job)) * 4.0 * s.train_share
 }
@@ -138,6 +146,31 @@ mod tests {
         let p = job.arch.params();
         assert_eq!(trainable(&job, &p), (2.0 * p.per_layer, 0.0));
         assert_eq!(frozen_adapter_params(&job), 0.0);
+    }
+
+    /// Trainable tokens on Llama-3.2-1B (hidden 2048), 100 tokens: 100 · 2048 = 204,800 trainable
+    /// parameters, all of them adapters, whatever the targets or `modules_to_save` flags; the frozen copy of
+    /// the original rows is as large. Adapter bytes: (204,800 + 204,800) · 4 B = 1,638,400.
+    #[test]
+    fn trainable_tokens_train_rows_and_keep_their_originals() {
+        let job = Job {
+            arch: crate::catalog::model("llama-3.2-1b")
+                .unwrap()
+                .arch()
+                .clone(),
+            mode: Mode::Lora,
+            lora: super::super::job::Lora {
+                method: peft::Method::TrainableTokens,
+                trainable_tokens: 100,
+                train_embed: true,
+                train_lm_head: true,
+                ..Default::default()
+            },
+            ..Job::default()
+        };
+        assert_eq!(trainable(&job, &job.arch.params()), (204_800.0, 204_800.0));
+        assert_eq!(frozen_adapter_params(&job), 204_800.0);
+        assert_eq!(adapter_bytes(&job, &Shapes::of(&job)), 1_638_400.0);
     }
 
     /// LoRA-FA keeps `lora_A` frozen: r·d_in per targeted module and layer (r 8, q only: 8·4096·32).

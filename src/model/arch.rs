@@ -176,6 +176,12 @@ pub struct ParamCounts {
     /// Largest single linear layer inside the decoder (weights): what a quantized matmul dequantizes at
     /// once. The LM head is left out: quantizers keep it in 16-bit.
     pub largest_linear: f64,
+    /// Of [`Self::linear`], the weights of the routed experts of every MoE layer (`E` experts' gate, up and
+    /// down projections; shared experts and routers are not in it): what MXFP4 checkpoints quantize
+    /// (transformers `integrations/mxfp4.py`: `Mxfp4GptOssExperts` replaces the experts module only). 0 for
+    /// a dense model. Absent from older JSON, which decodes as 0.
+    #[serde(default)]
+    pub expert_linear: f64,
 }
 
 impl Architecture {
@@ -339,50 +345,59 @@ impl Architecture {
         let per_layer_small =
             self.attention_extras() * attn_share + f64::from(self.norms_per_layer) * norm_params;
 
-        let (mlp_linear_all, mlp_active_all, mlp_small_all, largest_mlp) = match self.moe {
-            None => {
-                let l = self.mlp_linear(self.intermediate);
-                (
-                    l * mlp_layers,
-                    l * mlp_layers,
-                    self.mlp_bias(self.intermediate) * mlp_layers,
-                    if mlp_layers > 0.0 {
-                        h * f64::from(self.intermediate)
-                    } else {
-                        0.0
-                    },
-                )
-            }
-            Some(moe) => {
-                let dense = f64::from(moe.dense_layers.min(self.layers)).min(mlp_layers);
-                let sparse = mlp_layers - dense;
-                let expert = self.mlp_linear(moe.expert_intermediate);
-                let shared = self.mlp_linear(moe.shared_intermediate);
-                let dense_mlp = self.mlp_linear(self.intermediate);
-                let router = h * f64::from(moe.experts);
-                // Qwen2-MoE gates its shared expert with a 1-wide linear (shared_expert_gate).
-                let shared_gate = if moe.shared_intermediate > 0 { h } else { 0.0 };
-                // Hybrid stacks say whether they have it (`recurrent::Hybrid::shared_expert_gate`): Qwen3-Next
-                // gates its shared expert, Granite-4.0-H and Nemotron-H do not.
-                let shared_gate = match self.stack() {
-                    Some(hy) if !hy.shared_expert_gate => 0.0,
-                    _ => shared_gate,
-                };
-                let linear =
-                    dense * dense_mlp + sparse * (f64::from(moe.experts) * expert + shared);
-                let active = dense * dense_mlp
-                    + sparse * (f64::from(moe.active.min(moe.experts)) * expert + shared);
-                let largest =
-                    h * f64::from(moe.expert_intermediate.max(moe.shared_intermediate).max(
-                        if moe.dense_layers > 0 {
-                            self.intermediate
+        let (mlp_linear_all, mlp_active_all, mlp_small_all, largest_mlp, expert_linear) =
+            match self.moe {
+                None => {
+                    let l = self.mlp_linear(self.intermediate);
+                    (
+                        l * mlp_layers,
+                        l * mlp_layers,
+                        self.mlp_bias(self.intermediate) * mlp_layers,
+                        if mlp_layers > 0.0 {
+                            h * f64::from(self.intermediate)
                         } else {
-                            0
+                            0.0
                         },
-                    ));
-                (linear, active, sparse * (router + shared_gate), largest)
-            }
-        };
+                        0.0,
+                    )
+                }
+                Some(moe) => {
+                    let dense = f64::from(moe.dense_layers.min(self.layers)).min(mlp_layers);
+                    let sparse = mlp_layers - dense;
+                    let expert = self.mlp_linear(moe.expert_intermediate);
+                    let shared = self.mlp_linear(moe.shared_intermediate);
+                    let dense_mlp = self.mlp_linear(self.intermediate);
+                    let router = h * f64::from(moe.experts);
+                    // Qwen2-MoE gates its shared expert with a 1-wide linear (shared_expert_gate).
+                    let shared_gate = if moe.shared_intermediate > 0 { h } else { 0.0 };
+                    // Hybrid stacks say whether they have it (`recurrent::Hybrid::shared_expert_gate`): Qwen3-Next
+                    // gates its shared expert, Granite-4.0-H and Nemotron-H do not.
+                    let shared_gate = match self.stack() {
+                        Some(hy) if !hy.shared_expert_gate => 0.0,
+                        _ => shared_gate,
+                    };
+                    let linear =
+                        dense * dense_mlp + sparse * (f64::from(moe.experts) * expert + shared);
+                    let active = dense * dense_mlp
+                        + sparse * (f64::from(moe.active.min(moe.experts)) * expert + shared);
+                    let largest =
+                        h * f64::from(moe.expert_intermediate.max(moe.shared_intermediate).max(
+                            if moe.dense_layers > 0 {
+                                self.intermediate
+                            } else {
+                                0
+                            },
+                        ));
+                    let routed = sparse * f64::from(moe.experts) * expert;
+                    (
+                        linear,
+                        active,
+                        sparse * (router + shared_gate),
+                        largest,
+                        routed,
+                    )
+                }
+            };
 
         let mixer_linear = mixer.linear * mixer_layers;
         let mixer_small = mixer.small * mixer_layers;
@@ -407,6 +422,7 @@ impl Architecture {
             },
             active,
             largest_linear,
+            expert_linear,
         }
     }
 

@@ -67,13 +67,23 @@ pub fn gradients(job: &Job, s: &Shapes) -> Gradients {
     }
 }
 
-/// The last op of backward in a full fine-tune of a tied model: the embedding's second gradient (from the
-/// lookup) is summed with the one the LM head produced, out of place (`AccumulateGrad`: `variable.grad +
-/// new_grad`), so old, new and sum coexist while every other gradient is already stored (the oracle's peak
-/// op, `aten.add.Tensor` under `EmbeddingBackward0`, on full fine-tunes of tied models).
+/// The last op of backward, the embedding's, when it makes a vocabulary-sized temporary:
+/// - in a full fine-tune of a tied model the embedding's second gradient (from the lookup) is summed with
+///   the one the LM head produced, out of place (`AccumulateGrad`: `variable.grad + new_grad`), so old, new
+///   and sum coexist while every other gradient is already stored (the oracle's peak op, `aten.add.Tensor`
+///   under `EmbeddingBackward0`, on full fine-tunes of tied models);
+/// - with PEFT's trainable tokens the lookup ran on the merged weight (`W.index_copy(0, token_indices,
+///   delta)`, `trainable_tokens/layer.py` `get_merged_weights`), which requires grad, so
+///   `embedding_dense_backward` builds its dense `vocab × h` gradient in the weight's dtype (the working
+///   one: `F.embedding` is not autocast) before `IndexCopyBackward` selects the `n` trained rows; the
+///   vocabulary is split by tensor parallelism.
 pub fn tied_embedding_sum(job: &Job, s: &Shapes) -> f64 {
     if job.arch.tied_embeddings && job.mode == Mode::Full {
         2.0 * grad_bytes(job) * s.params.embedding * s.shard(2) * s.train_share
+    } else if matches!(job.mode, Mode::Lora | Mode::Qlora)
+        && job.lora.method == super::peft::Method::TrainableTokens
+    {
+        s.working * f64::from(job.arch.vocab) * f64::from(job.arch.hidden) / s.tensor_split
     } else {
         0.0
     }
@@ -125,5 +135,16 @@ mod tests {
             tied_embedding_sum(&job(Mode::Lora, Precision::Pure16), &s),
             0.0
         );
+    }
+
+    /// Trainable tokens: the embedding's backward builds one dense bf16 gradient of the merged
+    /// 128256 × 2048 weight, 2 · 128,256 · 2048 = 525,336,576 B, whatever the token count.
+    #[test]
+    fn trainable_tokens_end_with_a_dense_embedding_gradient() {
+        let mut j = job(Mode::Lora, Precision::Pure16);
+        j.lora.method = crate::model::peft::Method::TrainableTokens;
+        j.lora.trainable_tokens = 100;
+        let s = Shapes::of(&j);
+        assert_eq!(tied_embedding_sum(&j, &s), 525_336_576.0);
     }
 }

@@ -52,6 +52,10 @@ pub enum WeightFormat {
     GptqInt8,
     /// AWQ 4-bit, group size 128.
     AwqInt4,
+    /// MXFP4 (OCP microscaling FP4, gpt-oss checkpoints): the routed experts' weights in 4-bit E2M1 with one
+    /// E8M0 scale per 32 values; attention, routers, embeddings and the LM head stay bf16 (transformers
+    /// `Mxfp4Config`, `integrations/mxfp4.py`). A dense model has no experts, so nothing is quantized.
+    Mxfp4,
 }
 
 /// Whether the run keeps fp32 master weights.
@@ -154,6 +158,9 @@ pub struct Lora {
     pub virtual_tokens: u32,
     /// Width of P-tuning's MLP prompt encoder (`encoder_hidden_size`).
     pub encoder_hidden: u32,
+    /// Tokens whose embedding rows PEFT's trainable tokens train (`TrainableTokensConfig.token_indices`,
+    /// their count), method [`super::peft::Method::TrainableTokens`].
+    pub trainable_tokens: u32,
 }
 
 impl Default for Lora {
@@ -169,6 +176,7 @@ impl Default for Lora {
             method: super::peft::Method::Lora,
             virtual_tokens: 20,
             encoder_hidden: 1024,
+            trainable_tokens: 10,
         }
     }
 }

@@ -9,6 +9,18 @@ use super::job::{Job, Mode, Offload, Parallelism, WeightFormat};
 pub fn normalize(job: &Job) -> (Job, Vec<Warning>) {
     let mut warnings = Vec::new();
     let mut job = job.clone();
+    // MXFP4 cannot be trained as stored: transformers' `Mxfp4HfQuantizer.is_trainable` is false ("MXFP4
+    // quantization don't support training, please consider dequantizing the model first by passing
+    // quantization_config=Mxfp4Config(dequantize=True)"), so the Trainer refuses the model, and a run that
+    // trains loads it with `Mxfp4Config(dequantize=True)`, which unpacks the experts to bf16 at load
+    // (`integrations/mxfp4.py` `convert_moe_packed_tensors`; OpenAI cookbook "Fine-tuning with gpt-oss and
+    // Hugging Face Transformers"). Without the Triton kernels transformers dequantizes to bf16 on its own.
+    // Every training mode is therefore estimated on bf16 weights (QLoRA then re-quantizes them to NF4, below);
+    // inference keeps MXFP4. The page says so beside the weight format (`Text::mxfp4_trains_bf16`);
+    // `Warning` (estimate.rs) has no variant for it yet.
+    if job.weights == WeightFormat::Mxfp4 && job.is_training() {
+        job.weights = WeightFormat::Bf16;
+    }
     if job.mode == Mode::Qlora && !job.weights.is_quantized() {
         warnings.push(Warning::QloraNeedsQuantizedBase);
         job.weights = WeightFormat::Nf4;
@@ -103,5 +115,29 @@ mod tests {
         assert!(w.contains(&Warning::QloraNeedsQuantizedBase));
         let (same, none) = normalize(&Job::default());
         assert_eq!((same, none), (Job::default(), vec![]));
+    }
+
+    /// MXFP4 trains dequantized: LoRA and full tuning on bf16 weights, QLoRA on NF4; inference keeps MXFP4.
+    #[test]
+    fn mxfp4_training_is_estimated_dequantized() {
+        for (mode, trained_on) in [
+            (Mode::Lora, WeightFormat::Bf16),
+            (Mode::Full, WeightFormat::Bf16),
+            (Mode::Qlora, WeightFormat::Nf4),
+            (Mode::Inference, WeightFormat::Mxfp4),
+        ] {
+            let job = Job {
+                mode,
+                weights: WeightFormat::Mxfp4,
+                ..Job::default()
+            };
+            assert_eq!(normalize(&job).0.weights, trained_on, "{mode:?}");
+        }
+        let (_, warnings) = normalize(&Job {
+            mode: Mode::Full,
+            weights: WeightFormat::Mxfp4,
+            ..Job::default()
+        });
+        assert!(!warnings.contains(&Warning::QuantizedFullTraining));
     }
 }

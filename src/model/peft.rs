@@ -37,10 +37,14 @@ pub enum Method {
     PrefixTuning,
     /// P-tuning: virtual tokens produced by an MLP prompt encoder.
     PTuning,
+    /// Trainable tokens (PEFT ≥ 0.15 `TrainableTokensConfig`, `peft_type` TRAINABLE_TOKENS): new rows for
+    /// `trainable_tokens` entries of the input embedding (shared by a tied LM head), nothing else
+    /// ([`trainable_tokens_params`]).
+    TrainableTokens,
 }
 
 impl Method {
-    pub const ALL: [Method; 11] = [
+    pub const ALL: [Method; 12] = [
         Method::Lora,
         Method::LoraFa,
         Method::AdaLora,
@@ -52,6 +56,7 @@ impl Method {
         Method::PromptTuning,
         Method::PrefixTuning,
         Method::PTuning,
+        Method::TrainableTokens,
     ];
 
     /// Whether the method prepends learned tokens instead of adapting modules.
@@ -60,6 +65,12 @@ impl Method {
             self,
             Method::PromptTuning | Method::PrefixTuning | Method::PTuning
         )
+    }
+
+    /// Whether the method puts an adapter on the targeted linear modules (`target_modules`): every method but
+    /// the prompt methods and trainable tokens, which adapt the input embedding instead.
+    pub fn adapts_modules(self) -> bool {
+        !self.is_prompt() && self != Method::TrainableTokens
     }
 
     /// Whether the method materializes a weight-sized delta (or rotated weight) per adapted module in every
@@ -121,7 +132,9 @@ pub fn module_params(method: Method, rank: u32, d_in: f64, d_out: f64, feed_forw
             let b = r.max(1.0);
             (d_in / b).floor() * b * (b - 1.0) / 2.0
         }
-        Method::PromptTuning | Method::PrefixTuning | Method::PTuning => 0.0,
+        Method::PromptTuning | Method::PrefixTuning | Method::PTuning | Method::TrainableTokens => {
+            0.0
+        }
     }
 }
 
@@ -141,6 +154,20 @@ pub fn prompt_params(job: &Job, arch: &Architecture) -> f64 {
         }
         _ => 0.0,
     }
+}
+
+/// Parameters PEFT's trainable tokens train: `n · h`, one embedding row per listed token, `n` at most the
+/// vocabulary (`tuners/trainable_tokens/layer.py` `update_layer`: `trainable_tokens_delta` is
+/// `nn.Parameter(weight[token_indices].clone())`, `len(token_indices) × embedding_dim`). A tied LM head is
+/// wrapped by a `TrainableTokensLayer` tied to the embedding's (`tied_adapter`, `model.py`
+/// `inject_adapter`), which reuses the same delta: nothing more trains. PEFT keeps a frozen copy of the
+/// original rows beside it (`trainable_tokens_original`, a buffer of the same shape; see
+/// [`super::adapters::frozen_adapter_params`]). 0 for every other method.
+pub fn trainable_tokens_params(job: &Job, arch: &Architecture) -> f64 {
+    if job.lora.method != Method::TrainableTokens {
+        return 0.0;
+    }
+    f64::from(job.lora.trainable_tokens.min(arch.vocab)) * f64::from(arch.hidden)
 }
 
 /// Whether a module is a feed-forward one for IA³ (PEFT `feedforward_modules`: the MLP's down projection,
@@ -180,5 +207,28 @@ mod tests {
             module_params(Method::Oft, 32, 2048.0, 2048.0, false),
             64.0 * 496.0
         );
+    }
+
+    /// 100 trainable tokens on Llama-3.2-1B (hidden 2048, vocabulary 128,256): 100 · 2048 = 204,800
+    /// parameters, whatever the rank or targets; more tokens than the vocabulary train the whole vocabulary
+    /// (128,256 · 2048 = 262,668,288). Other methods train no token rows.
+    #[test]
+    fn trainable_tokens_train_one_row_per_token() {
+        let arch = crate::catalog::model("llama-3.2-1b")
+            .unwrap()
+            .arch()
+            .clone();
+        let mut job = Job {
+            arch: arch.clone(),
+            ..Job::default()
+        };
+        job.lora.method = Method::TrainableTokens;
+        job.lora.trainable_tokens = 100;
+        assert_eq!(trainable_tokens_params(&job, &arch), 204_800.0);
+        job.lora.trainable_tokens = 1 << 20;
+        assert_eq!(trainable_tokens_params(&job, &arch), 262_668_288.0);
+        job.lora.method = Method::Lora;
+        assert_eq!(trainable_tokens_params(&job, &arch), 0.0);
+        assert!(!Method::TrainableTokens.adapts_modules() && !Method::TrainableTokens.is_prompt());
     }
 }

@@ -138,7 +138,7 @@ pub struct ServeRequest {
     pub enforce_eager: Option<bool>,
     /// The dtype the model computes in (default bf16).
     pub dtype: Option<ModelDtype>,
-    /// Stored weight format (default: the dtype's; `fp8`, `int8` (w8a8), `gptq-int4`, `awq-int4`, …).
+    /// Stored weight format (default: the dtype's; `fp8`, `int8` (w8a8), `gptq-int4`, `awq-int4`, `mxfp4`, …).
     pub weights: Option<WeightFormat>,
     /// Measured weights per GPU, GiB ("Model loading took X GiB"), instead of the weights model.
     pub weights_gib: Option<f64>,
@@ -542,19 +542,14 @@ fn largest_true(cap: u32, ok: impl Fn(u32) -> bool) -> u32 {
     lo
 }
 
-/// Weights on one GPU, bytes: vramfit's weights model (quantized formats store the decoder's linear layers at
-/// [`WeightFormat::linear_bytes`] and keep embeddings, LM head and norms in 16-bit; unquantized formats store
-/// everything at their width, the rule of `estimate.rs`), divided by tensor parallelism. vLLM also splits the
+/// Weights on one GPU, bytes: vramfit's weights model ([`super::weights::stored_bytes`]: quantized formats store
+/// the decoder's linear layers, or MXFP4 the routed experts, at [`WeightFormat::linear_bytes`] and keep the
+/// rest in 16-bit; unquantized formats store everything at their width, the rule of `estimate.rs`), divided
+/// by tensor parallelism. vLLM also splits the
 /// embedding and LM head over the GPUs (vocab-parallel) and keeps small buffers (rotary tables): Llama 3.1 8B
 /// predicts 14.96 GiB, vLLM 0.19 loads 14.99.
 pub fn weights_bytes_per_gpu(arch: &Architecture, weights: WeightFormat, tp: u32) -> f64 {
-    let p = arch.params();
-    let total = if weights.is_quantized() {
-        p.linear * weights.linear_bytes() + p.non_linear * 2.0
-    } else {
-        p.total * weights.linear_bytes()
-    };
-    total / f64::from(tp.max(1))
+    super::weights::stored_bytes(&arch.params(), weights) / f64::from(tp.max(1))
 }
 
 /// Peak of vLLM's profiling pass on one GPU, bytes: one dummy forward of `T = max_num_batched_tokens` tokens in
@@ -1655,27 +1650,35 @@ mod tests {
             (WeightFormat::Fp8, 2),
             (WeightFormat::GptqInt4, 4),
             (WeightFormat::Fp32, 1),
+            (WeightFormat::Mxfp4, 2),
         ] {
-            let job = Job {
-                mode: Mode::Inference,
-                weights: w,
-                precision: if w == WeightFormat::Fp32 {
-                    Precision::Fp32
-                } else {
-                    Precision::Pure16
-                },
-                gpus: tp,
-                parallelism: Parallelism::Tensor,
-                ..Job::default()
-            };
-            let e = estimate(&job);
-            let from_estimate =
-                e.gpu_bytes(Component::Weights) + e.gpu_bytes(Component::WeightsQuantized);
-            let mine = weights_bytes_per_gpu(&job.arch, w, tp);
-            assert!(
-                (mine - from_estimate).abs() < 1.0,
-                "{w:?}: {mine} vs {from_estimate}"
-            );
+            // MXFP4 on gpt-oss's experts too, not only on the dense default (where it quantizes nothing).
+            for arch in [
+                Architecture::default(),
+                crate::catalog::model("gpt-oss-20b").unwrap().arch().clone(),
+            ] {
+                let job = Job {
+                    arch,
+                    mode: Mode::Inference,
+                    weights: w,
+                    precision: if w == WeightFormat::Fp32 {
+                        Precision::Fp32
+                    } else {
+                        Precision::Pure16
+                    },
+                    gpus: tp,
+                    parallelism: Parallelism::Tensor,
+                    ..Job::default()
+                };
+                let e = estimate(&job);
+                let from_estimate =
+                    e.gpu_bytes(Component::Weights) + e.gpu_bytes(Component::WeightsQuantized);
+                let mine = weights_bytes_per_gpu(&job.arch, w, tp);
+                assert!(
+                    (mine - from_estimate).abs() < 1.0,
+                    "{w:?}: {mine} vs {from_estimate}"
+                );
+            }
         }
     }
 

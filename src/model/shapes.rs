@@ -118,11 +118,14 @@ impl Shapes {
             } else {
                 params.embedding
             };
-        let head_quantized = if quantized && job.stack.quantizes_lm_head() {
-            params.lm_head
-        } else {
-            0.0
-        };
+        // A stack that quantizes the LM head does so with the decoder's linears; MXFP4 quantizes only the
+        // experts and leaves `lm_head` bf16 (`WeightFormat::quantizes_every_linear`).
+        let head_quantized =
+            if job.weights.quantizes_every_linear() && job.stack.quantizes_lm_head() {
+                params.lm_head
+            } else {
+                0.0
+            };
         let (trainable, adapter) = adapters::trainable(job, &params);
         Shapes {
             params,

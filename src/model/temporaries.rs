@@ -16,7 +16,8 @@ use super::shapes::Shapes;
 ///   backward): about twice the largest linear layer in 16-bit.
 /// - ZeRO-3/FSDP gather the full weights of the current and the prefetched layer in their stored format
 ///   (FSDP + QLoRA gathers the packed 4-bit storage, not dequantized weights: bitsandbytes
-///   `bnb_4bit_quant_storage` docs); parameter offload brings each layer in the same way.
+///   `bnb_4bit_quant_storage` docs); parameter offload brings each layer in the same way. An MXFP4 layer
+///   is its packed experts plus its bf16 attention and router.
 pub fn backward_temporaries(job: &Job, s: &Shapes) -> f64 {
     let p = &s.params;
     let mut bytes = 0.0;
@@ -35,12 +36,16 @@ pub fn backward_temporaries(job: &Job, s: &Shapes) -> f64 {
         }
     }
     if job.parallelism == Parallelism::Zero3 && job.gpus > 1 || s.param_offloaded {
-        let stored = if s.quantized {
-            job.weights.linear_bytes()
+        let layer = if job.weights == WeightFormat::Mxfp4 {
+            // MXFP4 stores a layer's experts packed and the rest of it in bf16.
+            let experts = p.expert_linear / f64::from(job.arch.layers.max(1));
+            experts * job.weights.linear_bytes() + (p.per_layer - experts) * 2.0
+        } else if s.quantized {
+            p.per_layer * job.weights.linear_bytes()
         } else {
-            s.working
+            p.per_layer * s.working
         };
-        bytes += 2.0 * p.per_layer * stored;
+        bytes += 2.0 * layer;
     }
     bytes
 }

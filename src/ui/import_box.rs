@@ -110,15 +110,21 @@ fn describe(lang: Lang, understood: &Understood) -> String {
             .replace("{name}", model_type.as_deref().unwrap_or("?"))
             .replace("{params}", &format!("{:.2}", params / 1e9)),
         Understood::Adapter {
+            method,
             rank,
             targets,
+            trainable_tokens,
             unknown_targets,
         } => {
             let targets: Vec<String> = targets.iter().map(crate::share::enum_id).collect();
-            let mut msg = t
-                .imported_adapter
-                .replace("{rank}", &rank.to_string())
-                .replace("{targets}", &targets.join(", "));
+            let mut msg = if *method == crate::model::peft::Method::TrainableTokens {
+                t.imported_trainable_tokens
+                    .replace("{tokens}", &trainable_tokens.to_string())
+            } else {
+                t.imported_adapter
+                    .replace("{rank}", &rank.to_string())
+                    .replace("{targets}", &targets.join(", "))
+            };
             if !unknown_targets.is_empty() {
                 msg.push(' ');
                 msg.push_str(

@@ -144,8 +144,16 @@ pub fn Inputs(props: &InputsProps) -> Html {
                         (WeightFormat::Fp8, "fp8 (1 B)"), (WeightFormat::Int8, "bitsandbytes int8 (1 B)"),
                         (WeightFormat::Nf4, "NF4 (0.56 B)"), (WeightFormat::Nf4Dq, "NF4 + double quant (0.52 B)"),
                         (WeightFormat::Fp4, "FP4 (0.56 B)"), (WeightFormat::GptqInt4, "GPTQ int4 (0.52 B)"),
-                        (WeightFormat::GptqInt8, "GPTQ int8 (1.02 B)"), (WeightFormat::AwqInt4, "AWQ int4 (0.52 B)")])}
+                        (WeightFormat::GptqInt8, "GPTQ int8 (1.02 B)"), (WeightFormat::AwqInt4, "AWQ int4 (0.52 B)"),
+                        (WeightFormat::Mxfp4, "MXFP4, MoE experts (0.53 B)")])}
                     on_change={set::<String>(props, "weights")} />
+                if form.weights == WeightFormat::Mxfp4 {
+                    if training {
+                        <p class="hint" id="mxfp4-trains-bf16">{ t.mxfp4_trains_bf16 }</p>
+                    } else if form.arch().moe.is_none() {
+                        <p class="hint" id="mxfp4-no-experts">{ t.mxfp4_no_experts }</p>
+                    }
+                }
                 if training {
                     <SelectField id="precision" label={t.precision} tip={t.precision_tip} value={id_of(&form.precision)}
                         options={opts(&[(Precision::Pure16, t.opt_pure16), (Precision::Mixed, t.opt_mixed), (Precision::Fp32, "fp32")])}
@@ -431,11 +439,15 @@ fn lora_inputs(props: &InputsProps, t: &'static Text) -> Html {
                     (Method::Lora, "LoRA"), (Method::LoraFa, "LoRA-FA"), (Method::AdaLora, "AdaLoRA"),
                     (Method::Vera, "VeRA"), (Method::Ia3, "IA³"), (Method::Loha, "LoHa"), (Method::Lokr, "LoKr"),
                     (Method::Oft, "OFT"), (Method::PromptTuning, t.opt_prompt_tuning),
-                    (Method::PrefixTuning, t.opt_prefix_tuning), (Method::PTuning, "P-tuning")])}
+                    (Method::PrefixTuning, t.opt_prefix_tuning), (Method::PTuning, "P-tuning"),
+                    (Method::TrainableTokens, t.opt_trainable_tokens)])}
                 on_change={set::<String>(props, "peft")} />
             if let Some(note) = vs_lora { <p class="hint" id="peft-vs-lora">{ note }</p> }
             if method.is_prompt() {
                 { number(props, t, "vtok", t.virtual_tokens, t.tokens, t.virtual_tokens_tip, form.virtual_tokens) }
+            } else if method == Method::TrainableTokens {
+                { number(props, t, "ttok", t.trainable_tokens, t.tokens, t.trainable_tokens_tip, form.trainable_tokens) }
+                <p class="hint" id="trainable-tokens">{ trainable_tokens_hint(form, t) }</p>
             } else {
             { number(props, t, "rank", t.rank, "r", t.rank_tip, form.lora_rank) }
             <div class="field targets" title={t.targets_tip}>
@@ -460,6 +472,33 @@ fn lora_inputs(props: &InputsProps, t: &'static Text) -> Html {
             }
         </>
     }
+}
+
+/// What trainable tokens train (`n · h`, [`crate::model::peft::trainable_tokens_params`]) and where their
+/// memory goes.
+fn trainable_tokens_hint(form: &Form, t: &'static Text) -> String {
+    let arch = form.arch();
+    let job = form.job();
+    let params = format!(
+        "{:.0}",
+        crate::model::peft::trainable_tokens_params(&job, &arch)
+    );
+    // Digits in groups of three (204,800).
+    let grouped: String = params
+        .chars()
+        .enumerate()
+        .flat_map(|(i, c)| {
+            let sep = i > 0 && (params.len() - i) % 3 == 0;
+            sep.then_some(',').into_iter().chain([c])
+        })
+        .collect();
+    t.trainable_tokens_hint
+        .replace("{params}", &grouped)
+        .replace(
+            "{tokens}",
+            &form.trainable_tokens.min(arch.vocab).to_string(),
+        )
+        .replace("{hidden}", &arch.hidden.to_string())
 }
 
 /// A vision-language model's images per sample and whether its tower trains (shown only for a model with a
