@@ -1290,6 +1290,10 @@ pub fn model_warning(lang: Lang, w: crate::model::Warning) -> &'static str {
         (Lang::Zh, ZeroSize) => "大小为 0 的输入按 1 计算。",
         (Lang::Zh, SeqBeyondPositions) => "超出模型的可学习位置表长度：按模型最大长度计算（分词器会截断）。",
         (Lang::Zh, ImagesBeyondSequence) => "每个样本的图像 token 多于序列长度：序列已加长到能容纳全部图像 token（序列长度包含图像 token）。",
+        (Lang::En, Mxfp4TrainsDequantized) => {
+            "MXFP4 weights cannot be trained as stored: training loads them with Mxfp4Config(dequantize=True), so this run is counted on bf16 weights."
+        }
+        (Lang::Zh, Mxfp4TrainsDequantized) => "MXFP4 权重无法按存储格式训练：训练时用 Mxfp4Config(dequantize=True) 加载，因此按 bf16 权重计算。",
     }
 }
 

@@ -209,7 +209,19 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
         None => mlp_width(f64::from(arch.intermediate)),
         Some(moe) => {
             let active = f64::from(moe.active.min(moe.experts));
-            let (e_in, e_inner) = mlp_width(f64::from(moe.expert_intermediate));
+            let ei = f64::from(moe.expert_intermediate);
+            // Experts adapted through their merged weight (`merged_expert_lora`): no adapter of their own
+            // runs on the tokens, but the grouped matmuls' weights require grad, so each keeps its input (the
+            // gate/up input, and the down projection's).
+            let (e_in, e_inner) = if merged_expert_lora(job, arch) {
+                let acts = match arch.mlp {
+                    MlpKind::Gated => 3.0 * ab * ei,
+                    MlpKind::Plain => ab * ei,
+                };
+                (ab * h, acts + ab * ei)
+            } else {
+                mlp_width(ei)
+            };
             let (s_in, s_inner) = if moe.shared_intermediate > 0 {
                 mlp_width(f64::from(moe.shared_intermediate))
             } else {
@@ -287,6 +299,63 @@ pub fn adapter_bytes_per_layer(job: &Job, arch: &Architecture) -> f64 {
     if !matches!(job.mode, Mode::Lora | Mode::Qlora) {
         return 0.0;
     }
+    merged_expert_bytes(job, arch).0 + delta_weight_bytes_per_layer(job, arch)
+}
+
+/// Whether PEFT adapts an MoE model's routed experts through their merged weight. transformers ≥ 5 keeps
+/// the routed experts of a layer as fused 3-D parameters (`gate_up_proj` `[E, 2I, H]`, `down_proj`
+/// `[E, H, I]`: e.g. `Qwen3MoeExperts` in `models/qwen3_moe/modeling_qwen3_moe.py`), and PEFT 0.21's LoRA
+/// adapts such a parameter by wrapping it (`ParamWrapper`, `peft/tuners/lora/layer.py`): the experts' grouped
+/// matmul runs on the merged `W + scale·B·A`, which requires grad. On the fake-tensor oracle its backward
+/// (`GroupedMmBackward0`) is the peak of every all-linear LoRA job on Qwen3-MoE, Mixtral, DeepSeek-V2/V3,
+/// Kimi K2, GLM-4.5 and MiniMax-M2 (`tests/golden_grid.rs`).
+pub fn merged_expert_lora(job: &Job, arch: &Architecture) -> bool {
+    arch.moe.is_some()
+        && matches!(job.mode, Mode::Lora | Mode::Qlora)
+        && job.lora.method == Method::Lora
+        && job.versions.transformers >= super::job::Version::new(5, 0)
+        && job
+            .lora
+            .targets
+            .iter()
+            .any(|m| matches!(m, Module::Gate | Module::Up | Module::Down))
+}
+
+/// The merged expert weights an MoE layer keeps for backward ([`merged_expert_lora`]), as `(averaged over
+/// all layers, in one MoE layer)`: autograd saves the merged `W + ΔW` of every routed expert for the grouped
+/// matmul's input gradient, one weight-sized copy in the compute dtype per adapted projection. The oracle
+/// shows one copy per MoE layer: without checkpointing every MoE layer's (GLM-4.5-Air 4.125 GiB a layer,
+/// DeepSeek-V3 21.0 GiB), with it the recomputed layer's. Dense leading layers (`Moe::dense_layers`) have
+/// none.
+pub fn merged_expert_bytes(job: &Job, arch: &Architecture) -> (f64, f64) {
+    let Some(moe) = arch.moe.filter(|_| merged_expert_lora(job, arch)) else {
+        return (0.0, 0.0);
+    };
+    let layers = f64::from(arch.layers.max(1));
+    let sparse_share = (layers - f64::from(moe.dense_layers.min(arch.layers))) / layers;
+    let copies = f64::from(moe.experts)
+        + if moe.shared_intermediate > 0 {
+            1.0
+        } else {
+            0.0
+        };
+    let routed = f64::from(moe.experts) / copies.max(1.0);
+    let per_moe_layer = act_bytes(job)
+        * arch
+            .linear_modules()
+            .into_iter()
+            .filter(|(m, d_in, _)| {
+                matches!(m, Module::Gate | Module::Up | Module::Down)
+                    && job.lora.targets.contains(m)
+                    && *d_in > 0.0
+            })
+            .map(|(_, d_in, d_out)| d_in * d_out * routed)
+            .sum::<f64>();
+    (per_moe_layer * sparse_share, per_moe_layer)
+}
+
+/// LoHa, LoKr and AdaLoRA's per-layer tensors (see [`adapter_bytes_per_layer`]).
+fn delta_weight_bytes_per_layer(job: &Job, arch: &Architecture) -> f64 {
     let r = f64::from(job.lora.rank);
     arch.linear_modules()
         .into_iter()
@@ -439,7 +508,11 @@ pub fn backward_peak(job: &Job, s: &Shapes, loss: f64) -> BackwardPeak {
     let tokens = s.tokens;
     let adapters = adapter_bytes_per_layer(job, arch) / tp;
     let per_layer = layer_bytes_per_token(arch, job).per_rank(tp) * tokens + adapters;
-    let largest_layer = largest_layer_bytes_per_token(arch, job).per_rank(tp) * tokens + adapters;
+    // The layer a checkpointed backward recomputes is an MoE layer: its merged expert weights whole.
+    let (merged_avg, merged_moe_layer) = merged_expert_bytes(job, arch);
+    let largest_layer = largest_layer_bytes_per_token(arch, job).per_rank(tp) * tokens + adapters
+        - merged_avg / tp
+        + merged_moe_layer / tp;
     let scores_layer = eager_scores_per_token(arch, job, s.seq) * tokens / tp;
     let kept = kept_layers(job, s);
     let recomputed = recomputed_layers(job, s);

@@ -162,6 +162,9 @@ pub enum Warning {
     SeqBeyondPositions,
     /// A sample's image tokens do not fit in its sequence; the sequence was lengthened to hold them.
     ImagesBeyondSequence,
+    /// MXFP4 weights cannot be trained as stored; the run was estimated on bf16 weights
+    /// (`Mxfp4Config(dequantize=True)`).
+    Mxfp4TrainsDequantized,
 }
 
 /// An amount of one component.

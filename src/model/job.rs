@@ -374,6 +374,8 @@ impl From<Version> for String {
 ///   `use_gqa_in_sdpa`);
 /// - PyTorch ≤ 2.1 FSDP1 leaves frozen weights of a shared `FlatParameter` unsharded after backward
 ///   (see [`FrozenSharding::SharedFlatNoReshard`]).
+/// - transformers ≥ 5.0 keeps an MoE layer's routed experts as fused 3-D parameters, which PEFT adapts through
+///   their merged weight ([`super::activations::merged_expert_lora`]);
 /// - transformers ≥ 5.0 makes a frozen vision tower record its forward under PEFT with gradient
 ///   checkpointing (`enable_input_require_grads` hooks every sub-model, see [`super::vision::input_grads`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -386,8 +388,8 @@ pub struct Versions {
 impl Default for Versions {
     fn default() -> Self {
         Versions {
-            torch: Version::new(2, 9),
-            transformers: Version::new(4, 57),
+            torch: Version::new(2, 15),
+            transformers: Version::new(5, 24),
         }
     }
 }

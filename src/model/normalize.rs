@@ -16,9 +16,9 @@ pub fn normalize(job: &Job) -> (Job, Vec<Warning>) {
     // (`integrations/mxfp4.py` `convert_moe_packed_tensors`; OpenAI cookbook "Fine-tuning with gpt-oss and
     // Hugging Face Transformers"). Without the Triton kernels transformers dequantizes to bf16 on its own.
     // Every training mode is therefore estimated on bf16 weights (QLoRA then re-quantizes them to NF4, below);
-    // inference keeps MXFP4. The page says so beside the weight format (`Text::mxfp4_trains_bf16`);
-    // `Warning` (estimate.rs) has no variant for it yet.
+    // inference keeps MXFP4. The page also says so beside the weight format (`Text::mxfp4_trains_bf16`).
     if job.weights == WeightFormat::Mxfp4 && job.is_training() {
+        warnings.push(Warning::Mxfp4TrainsDequantized);
         job.weights = WeightFormat::Bf16;
     }
     if job.mode == Mode::Qlora && !job.weights.is_quantized() {
@@ -139,5 +139,12 @@ mod tests {
             ..Job::default()
         });
         assert!(!warnings.contains(&Warning::QuantizedFullTraining));
+        assert!(warnings.contains(&Warning::Mxfp4TrainsDequantized));
+        let (_, served) = normalize(&Job {
+            mode: Mode::Inference,
+            weights: WeightFormat::Mxfp4,
+            ..Job::default()
+        });
+        assert!(!served.contains(&Warning::Mxfp4TrainsDequantized));
     }
 }
