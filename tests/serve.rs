@@ -479,23 +479,12 @@ fn gemma3_4b_tower() -> VisionTower {
     }
 }
 
-/// Qwen2.5-VL-7B-Instruct's `vision_config` (the shape `vision.rs`'s own tests use).
+/// Qwen2.5-VL-7B-Instruct's `vision_config`, as the catalog holds it (32 × 1280, MLP 3420, patch 14, merge 2,
+/// out 3584, 4 full-attention layers, window 112).
 fn qwen25_vl_7b_tower() -> VisionTower {
-    VisionTower {
-        family: VisionFamily::Qwen25Vl,
-        layers: 32,
-        hidden: 1280,
-        intermediate: 3420,
-        heads: 16,
-        patch: 14,
-        channels: 3,
-        out_hidden: 3584,
-        merge: 2,
-        temporal_patch: 2,
-        full_attention_layers: 4,
-        window: 112,
-        ..VisionTower::default()
-    }
+    vramfit::catalog::model("qwen2.5-vl-7b-instruct")
+        .and_then(|m| m.arch().vision.clone())
+        .expect("Qwen2.5-VL-7B's tower in the catalog")
 }
 
 /// A Qwen3-VL tower with three deepstack mergers (Qwen3-VL-8B's widths: 27 × 1152, MLP 4304, patch 16,

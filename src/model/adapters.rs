@@ -107,10 +107,7 @@ mod tests {
     use crate::model::{Architecture, Module};
 
     fn llama_8b() -> Architecture {
-        crate::catalog::model("llama-3.1-8b")
-            .unwrap()
-            .arch()
-            .clone()
+        crate::model::catalog_arch("llama-3.1-8b")
     }
 
     /// LoRA r16 on q/v of Llama-3.1-8B (h 4096, KV width 1024, 32 layers): q `16·(4096 + 4096)` and v
@@ -154,10 +151,7 @@ mod tests {
     #[test]
     fn trainable_tokens_train_rows_and_keep_their_originals() {
         let job = Job {
-            arch: crate::catalog::model("llama-3.2-1b")
-                .unwrap()
-                .arch()
-                .clone(),
+            arch: crate::model::catalog_arch("llama-3.2-1b"),
             mode: Mode::Lora,
             lora: super::super::job::Lora {
                 method: peft::Method::TrainableTokens,

@@ -116,10 +116,7 @@ mod tests {
     #[test]
     fn llama_8b_kv_cache() {
         let mut job = Job {
-            arch: crate::catalog::model("llama-3.1-8b")
-                .unwrap()
-                .arch()
-                .clone(),
+            arch: crate::model::catalog_arch("llama-3.1-8b"),
             mode: Mode::Inference,
             ..Job::default()
         };

@@ -95,10 +95,7 @@ mod tests {
 
     fn job(mode: Mode, precision: Precision) -> Job {
         Job {
-            arch: crate::catalog::model("llama-3.2-1b")
-                .unwrap()
-                .arch()
-                .clone(),
+            arch: crate::model::catalog_arch("llama-3.2-1b"),
             mode,
             precision,
             ..Job::default()

@@ -98,10 +98,7 @@ mod tests {
     #[test]
     fn one_process_loading_a_small_model() {
         let job = Job {
-            arch: crate::catalog::model("llama-3.2-1b")
-                .unwrap()
-                .arch()
-                .clone(),
+            arch: crate::model::catalog_arch("llama-3.2-1b"),
             mode: Mode::Lora,
             ..Job::default()
         };

@@ -96,10 +96,7 @@ mod tests {
     #[test]
     fn fp32_loss_of_llama_1b() {
         let job = Job {
-            arch: crate::catalog::model("llama-3.2-1b")
-                .unwrap()
-                .arch()
-                .clone(),
+            arch: crate::model::catalog_arch("llama-3.2-1b"),
             mode: crate::model::Mode::Lora,
             micro_batch: 2,
             seq_len: 1024,

@@ -51,3 +51,12 @@ pub use serve::{
 };
 pub use stack::Stack;
 pub use vision::{VisionFamily, VisionSettings, VisionTower};
+
+/// A catalog model's architecture, for the terms' table tests.
+#[cfg(test)]
+pub(crate) fn catalog_arch(id: &str) -> Architecture {
+    crate::catalog::model(id)
+        .unwrap_or_else(|| panic!("{id} is not in the catalog"))
+        .arch()
+        .clone()
+}

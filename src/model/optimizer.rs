@@ -167,10 +167,7 @@ mod tests {
 
     fn full(optimizer: Optimizer, precision: Precision) -> (Job, Shapes) {
         let job = Job {
-            arch: crate::catalog::model("llama-3.2-1b")
-                .unwrap()
-                .arch()
-                .clone(),
+            arch: crate::model::catalog_arch("llama-3.2-1b"),
             mode: Mode::Full,
             optimizer,
             precision,

@@ -57,10 +57,7 @@ mod tests {
 
     fn job() -> Job {
         Job {
-            arch: crate::catalog::model("llama-3.2-1b")
-                .unwrap()
-                .arch()
-                .clone(),
+            arch: crate::model::catalog_arch("llama-3.2-1b"),
             mode: Mode::Lora,
             ..Job::default()
         }
