@@ -503,10 +503,13 @@ async fn a_link_naming_only_the_id_loads_the_model_and_its_quantization() {
     wait_text(&root, "#hub-status", 5_000, |t| t.contains("Loaded")).await;
     assert!(text(&root, "#hub-status").contains("(ETag "));
     let weights: web_sys::HtmlSelectElement = find(&root, "#weights");
-    assert_eq!(weights.value(), "fp4");
+    // MXFP4 is a format of its own: the routed experts at 4.25 bits, the rest bf16.
+    assert_eq!(weights.value(), "mxfp4");
     let quant = text(&root, "#hub-quant");
     assert!(
-        quant.contains("mxfp4") && quant.contains("nearest format, fp4"),
+        quant.contains("mxfp4")
+            && quant.contains("estimated as mxfp4")
+            && !quant.contains("nearest"),
         "{quant}"
     );
     assert!(text(&root, "#hub-weights").contains("12.8 GiB"));
