@@ -418,7 +418,7 @@ fn timeline(job: &Job, s: &Shapes, t: &Terms) -> Timeline {
             .held(C::ValueModel, side.value_static + value)
             .held(C::RewardModel, side.reward);
     };
-    let mut moments = Vec::new();
+    let mut moments = Vec::with_capacity(5);
     let training = job.is_training();
     if training {
         let b = &t.backward;

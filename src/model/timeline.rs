@@ -25,7 +25,7 @@ impl Moment {
     pub fn new(phase: Phase) -> Moment {
         Moment {
             phase,
-            parts: Vec::new(),
+            parts: Vec::with_capacity(20),
             transient: 0.0,
             growing: 0.0,
         }
