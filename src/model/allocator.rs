@@ -62,19 +62,22 @@ pub fn replay(timeline: &Timeline) -> Replay {
         };
         other_shapes + ALLOCATOR_VARIABLE_SHARE * growing
     };
-    let figures: Vec<(f64, f64, f64)> = timeline
-        .moments
-        .iter()
-        .map(|m| {
-            let allocated = m.allocated();
-            let cache = cache_of(m.transient, m.growing);
-            (
-                allocated,
-                allocated + reserve_of(m.transient) + cache,
-                cache,
-            )
-        })
-        .collect();
+    let figure = |m: &super::timeline::Moment| {
+        let allocated = m.allocated();
+        let cache = cache_of(m.transient, m.growing);
+        (
+            allocated,
+            allocated + reserve_of(m.transient) + cache,
+            cache,
+        )
+    };
+    // A step has a handful of moments: their figures on the stack, not the heap.
+    let mut figures = [(0.0, 0.0, 0.0); 8];
+    let count = timeline.moments.len().min(figures.len());
+    for (f, m) in figures.iter_mut().zip(&timeline.moments) {
+        *f = figure(m);
+    }
+    let figures = &figures[..count];
     let rank = |f: &(f64, f64, f64)| {
         if timeline.rank_by_need {
             f.1 - f.2

@@ -241,7 +241,7 @@ pub fn estimate(job: &Job) -> Estimate {
         .moments
         .get(replay.moment)
         .map_or(Phase::Prefill, |m| m.phase);
-    let gpu = breakdown(&timeline, &replay, context);
+    let gpu = breakdown(timeline, &replay, context);
     let fit_need = device_total - replay.cache;
     let vision = &terms.vision;
     let host = host_ram(job, &s, &terms);
@@ -532,31 +532,27 @@ fn timeline(job: &Job, s: &Shapes, t: &Terms) -> Timeline {
 
 /// The followed moment's parts, the memory outside the allocator, the allocator's reserve and cache and
 /// the CUDA context, one part per component.
-fn breakdown(timeline: &Timeline, replay: &Replay, context: f64) -> Vec<Part<Component>> {
+fn breakdown(timeline: Timeline, replay: &Replay, context: f64) -> Vec<Part<Component>> {
     let parts = timeline
         .moments
-        .get(replay.moment)
-        .map(|m| m.parts.clone())
+        .into_iter()
+        .nth(replay.moment)
+        .map(|m| m.parts)
         .unwrap_or_default();
-    merge(
-        parts
-            .into_iter()
-            .chain(timeline.outside.iter().copied())
-            .chain([
-                Part {
-                    component: Component::AllocatorReserve,
-                    bytes: replay.reserve,
-                },
-                Part {
-                    component: Component::AllocatorCache,
-                    bytes: replay.cache,
-                },
-                Part {
-                    component: Component::CudaContext,
-                    bytes: context,
-                },
-            ]),
-    )
+    merge(parts.into_iter().chain(timeline.outside).chain([
+        Part {
+            component: Component::AllocatorReserve,
+            bytes: replay.reserve,
+        },
+        Part {
+            component: Component::AllocatorCache,
+            bytes: replay.cache,
+        },
+        Part {
+            component: Component::CudaContext,
+            bytes: context,
+        },
+    ]))
 }
 
 /// Host RAM, with the vision tower's parameters.
