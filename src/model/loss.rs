@@ -3,7 +3,6 @@
 use super::job::{Job, LossImpl, Mode};
 use super::preference::{self, Objective};
 use super::shapes::Shapes;
-use super::stack::Stack;
 
 /// Bytes per (token × vocab) element at the loss's backward peak.
 ///
@@ -32,25 +31,18 @@ pub fn loss_bytes(job: &Job, s: &Shapes) -> f64 {
     if !job.objective.has_vocab_logits() {
         return 0.0;
     }
-    if job.objective == Objective::Dpo && runs_trl_preference_code(job.stack) {
+    if job.objective == Objective::Dpo && job.stack.runs_trl_preference_trainers() {
         return trl_dpo_fused_head_bytes(job, s);
     }
     let per_logit = if job.objective == Objective::Simpo
         && job.loss == LossImpl::Fp32Logits
-        && runs_trl_preference_code(job.stack)
+        && job.stack.runs_trl_preference_trainers()
     {
         TRL_SIMPO_PER_LOGIT
     } else {
         loss_bytes_per_logit(job.loss)
     };
     per_logit * s.tokens * preference::logit_share(job) * f64::from(job.arch.vocab) / s.tensor_split
-}
-
-/// Whether the stack trains preference objectives with TRL's own trainers (`DPOTrainer`, `CPOTrainer`): the
-/// HF Trainer scripts (`trl dpo`) and the generic stack. LLaMA-Factory, ms-swift and the others subclass or
-/// replace their loss code.
-fn runs_trl_preference_code(stack: Stack) -> bool {
-    matches!(stack, Stack::Generic | Stack::HfTrainer)
 }
 
 /// Bytes per logit of TRL's SimPO (`CPOTrainer` with `loss_type="simpo"` and `cpo_alpha=0`): no NLL term

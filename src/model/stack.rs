@@ -91,11 +91,19 @@ impl Stack {
         Some(s)
     }
 
+    /// Whether the stack trains preference objectives with TRL's own trainers (`DPOTrainer`, `CPOTrainer`):
+    /// the HF Trainer scripts (`trl dpo`) and the generic stack. LLaMA-Factory, ms-swift and the others
+    /// subclass or replace their loss code.
+    pub fn runs_trl_preference_trainers(self) -> bool {
+        matches!(self, Stack::Generic | Stack::HfTrainer)
+    }
+
     /// The loss implementation this stack uses by default.
     ///
     /// - HF transformers Llama-family models upcast logits to fp32 for the loss (`ForCausalLMLoss`:
-    ///   `logits = logits.float()`, transformers `loss/loss_utils.py`); TRL, LLaMA-Factory, axolotl, ms-swift
-    ///   and the DeepSpeed/FSDP integrations all run that model code.
+    ///   `logits = logits.float()`, transformers `loss/loss_utils.py`); TRL's SFT, LLaMA-Factory, axolotl,
+    ///   ms-swift and the DeepSpeed/FSDP integrations all run that model code. (TRL's own preference trainers
+    ///   replace it: [`Stack::runs_trl_preference_trainers`], `loss::loss_bytes`.)
     /// - Unsloth replaces the loss with its fused, chunked cross-entropy kernel (`unsloth/kernels/cross_entropy_loss.py`)
     ///   and never materializes fp32 logits.
     /// - torchtune recipes use `CEWithChunkedOutputLoss` (8 chunks, `torchtune/modules/loss/ce_chunked_output_loss.py`).
