@@ -3,7 +3,7 @@
 use crate::catalog;
 use crate::model::{
     Architecture, AttentionImpl, Checkpointing, Job, KvDtype, Lora, LossImpl, Mode, Module,
-    Offload, Optimizer, Parallelism, Precision, Stack, WeightFormat,
+    Offload, Optimizer, Parallelism, Precision, Stack, Version, Versions, WeightFormat,
 };
 use serde::{Deserialize, Serialize};
 
@@ -92,6 +92,10 @@ pub struct Form {
     pub images: u32,
     /// The vision tower trains (LLaMA-Factory `freeze_vision_tower: false`).
     pub train_vision: bool,
+    /// The PyTorch release the job runs on (`major.minor`; today's by default).
+    pub torch_version: Version,
+    /// The transformers release the job runs on.
+    pub transformers_version: Version,
 }
 
 impl Default for Form {
@@ -149,6 +153,8 @@ impl Default for Form {
             block_size: 16,
             images: 0,
             train_vision: false,
+            torch_version: Versions::default().torch,
+            transformers_version: Versions::default().transformers,
         }
     }
 }
@@ -215,6 +221,10 @@ impl Form {
         job.reference = self.reference;
         job.vision.images = self.images;
         job.vision.train_tower = self.train_vision;
+        job.versions = Versions {
+            torch: self.torch_version,
+            transformers: self.transformers_version,
+        };
         job.grpo = crate::model::preference::Grpo {
             generations: self.generations,
             completion_tokens: self.completion_tokens,

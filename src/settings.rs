@@ -12,7 +12,8 @@ use crate::model::limits::{MAX_BATCH, MAX_GPUS, MAX_MEMORY_GIB, MAX_RANK, MAX_TO
 use crate::model::peft::Method;
 use crate::model::preference::{Objective, Reference};
 use crate::model::{
-    Checkpointing, LossImpl, Mode, Module, Offload, Optimizer, Parallelism, Precision, WeightFormat,
+    Checkpointing, LossImpl, Mode, Module, Offload, Optimizer, Parallelism, Precision, Version,
+    WeightFormat,
 };
 use crate::share::{arch_from, arch_id};
 use serde::{de::DeserializeOwned, Serialize};
@@ -211,6 +212,29 @@ macro_rules! flag_setting {
             get: |f| flag(f.$field),
             set: |f, v| put(&mut f.$field, flag_from(v)),
             exports: $exports,
+        }
+    };
+}
+
+/// A library release `major.minor` whose major lies in `lo..=hi`.
+pub fn version(s: &str, lo: u32, hi: u32) -> Option<Version> {
+    Version::parse(s).filter(|v| (lo..=hi).contains(&v.major) && v.minor <= 999)
+}
+
+/// A library-release setting, written `major.minor`. The environment decides it, not the setup: no export
+/// carries it, and the importer reads it from a key such as `torch_version`.
+macro_rules! version_setting {
+    ($key:literal, $field:ident, $lo:expr, $hi:expr, [$($alias:literal),*]) => {
+        Setting {
+            key: $key,
+            field: stringify!($field),
+            range: None,
+            aliases: &[$($alias),*],
+            get: |f| String::from(f.$field),
+            set: |f, v| put(&mut f.$field, version(v, $lo, $hi)),
+            exports: nowhere(
+                "a library release is the environment's (`pip list`), not a setting of the setup",
+            ),
         }
     };
 }
@@ -939,6 +963,9 @@ pub static SETTINGS: &[Setting] = &[
         ),
         deepspeed: no(NO_DS_MODEL),
     }),
+    // The library releases whose behaviour moves memory (`model::Versions` lists what each changes).
+    version_setting!("torch", torch_version, 1, 3, ["torch_version"]),
+    version_setting!("tf", transformers_version, 4, 6, ["transformers_version"]),
 ];
 
 /// The setting with this link key.

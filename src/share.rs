@@ -312,6 +312,8 @@ mod tests {
             hub: String::new(),
             images: 3,
             train_vision: true,
+            torch_version: crate::model::Version::new(2, 1),
+            transformers_version: crate::model::Version::new(4, 44),
         };
         let q = encode(&form);
         assert_eq!(decode(&q), (form, vec![]), "{q}");

@@ -218,6 +218,8 @@ fn form_from(words: Vec<u32>) -> Form {
         block_size: p.number("block"),
         images: p.number("images"),
         train_vision: p.flag(),
+        torch_version: Version::new(1 + p.word() % 3, p.word() % 40),
+        transformers_version: Version::new(4 + p.word() % 3, p.word() % 80),
     }
 }
 

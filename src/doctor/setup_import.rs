@@ -100,9 +100,12 @@ pub fn import_setup(text: &str, base: &Form) -> Result<SetupImport, SetupError> 
             let stage = if name == "reward" { "rm" } else { name };
             pairs.insert(0, ("stage".into(), stage.into()));
         }
+        pairs.extend(library_versions(trimmed));
         ("command-line", pairs)
     } else {
-        ("yaml", yaml(trimmed))
+        let mut pairs = yaml(trimmed);
+        pairs.extend(library_versions(trimmed));
+        ("yaml", pairs)
     };
     let mut out = SetupImport {
         form: base.clone(),
@@ -391,6 +394,40 @@ fn yaml(text: &str) -> Vec<(String, String)> {
     }
     // Drop empty parents that only introduced a nested block.
     out.retain(|(_, v)| !v.is_empty());
+    out
+}
+
+/// The PyTorch and transformers releases named in pasted environment listings, as `torch_version` /
+/// `transformers_version` pairs: `pip freeze` (`torch==2.1.2`), `pip list` (`torch   2.1.2`) and
+/// `transformers env` (``- `transformers` version: 4.44.2``, `- PyTorch version (GPU?): 2.1.0+cu121 (True)`;
+/// the format of transformers' `commands/env.py`).
+fn library_versions(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let t = line.trim().trim_start_matches("- ").trim();
+        let (key, rest) = if let Some(rest) = t.strip_prefix("torch==") {
+            ("torch_version", rest)
+        } else if let Some(rest) = t.strip_prefix("transformers==") {
+            ("transformers_version", rest)
+        } else if let Some(rest) = t.strip_prefix("`transformers` version:") {
+            ("transformers_version", rest)
+        } else if let Some(rest) = t
+            .strip_prefix("PyTorch version")
+            .and_then(|r| r.split_once(':').map(|(_, v)| v))
+        {
+            ("torch_version", rest)
+        } else {
+            match t.split_whitespace().collect::<Vec<_>>()[..] {
+                ["torch", v] => ("torch_version", v),
+                ["transformers", v] => ("transformers_version", v),
+                _ => continue,
+            }
+        };
+        let version = rest.split_whitespace().next().unwrap_or_default();
+        if crate::model::Version::parse(version).is_some() {
+            out.push((key.to_string(), version.to_string()));
+        }
+    }
     out
 }
 
@@ -765,6 +802,35 @@ fn apply(f: &mut Form, key: &str, v: &str, pending: &mut Pending) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn library_versions_from_environment_listings() {
+        use crate::model::Version;
+        // `transformers env`, as a bug report pastes it.
+        let env = "- `transformers` version: 4.44.2\n- Platform: Linux-5.15.0-x86_64-with-glibc2.35\n- Python version: 3.10.12\n- PyTorch version (GPU?): 2.1.0+cu121 (True)\n- Using GPU in script?: yes";
+        let f = import_setup(env, &Form::default()).unwrap().form;
+        assert_eq!(
+            (f.torch_version, f.transformers_version),
+            (Version::new(2, 1), Version::new(4, 44))
+        );
+        // `pip freeze` beside a command line.
+        let cmd =
+            "torch==2.4.1\ntransformers==4.47.0\npython train.py --per_device_train_batch_size 2";
+        let r = import_setup(cmd, &Form::default()).unwrap();
+        assert_eq!(
+            (r.form.torch_version, r.form.transformers_version),
+            (Version::new(2, 4), Version::new(4, 47))
+        );
+        assert_eq!(r.form.micro_batch, 2);
+        // `pip list` columns; a version outside the accepted majors is reported, not taken.
+        let r = import_setup("torch        2.5.1\ntransformers 19.1", &Form::default()).unwrap();
+        assert_eq!(r.form.torch_version, Version::new(2, 5));
+        assert_eq!(
+            r.form.transformers_version,
+            Form::default().transformers_version
+        );
+        assert_eq!(r.ignored, vec!["transformers_version=19.1".to_string()]);
+    }
 
     #[test]
     fn trl_command_line() {

@@ -13,7 +13,7 @@ use crate::model::preference::{Objective, Reference};
 use crate::model::Engine;
 use crate::model::{
     AttentionImpl, Checkpointing, KvDtype, LossImpl, Mode, Module, Offload, Optimizer, Parallelism,
-    Precision, Stack, WeightFormat,
+    Precision, Stack, Version, Versions, WeightFormat,
 };
 use crate::settings::range;
 use crate::share::enum_id;
@@ -189,8 +189,55 @@ pub fn Inputs(props: &InputsProps) -> Html {
                 <SelectField id="offload" label={t.offload} tip={t.offload_tip} value={id_of(&form.offload)}
                     options={opts(&[(Offload::None, t.opt_none), (Offload::Optimizer, t.opt_offload_optimizer), (Offload::ParamOptimizer, t.opt_offload_params)])}
                     on_change={set::<String>(props, "offload")} />
+                { version_inputs(props, t) }
             </details>
         </form>
+    }
+}
+
+/// The releases offered for a library: one on each side of every version that changes a term
+/// ([`crate::model::Versions`]), today's first, plus the form's own when it is none of them (an import).
+fn version_options(
+    t: &Text,
+    today: Version,
+    offered: &[Version],
+    value: Version,
+) -> Vec<(AttrValue, AttrValue)> {
+    let mut versions = vec![today];
+    versions.extend(offered.iter().copied().filter(|v| *v != today));
+    if !versions.contains(&value) {
+        versions.push(value);
+    }
+    versions.sort_by(|a, b| b.cmp(a));
+    versions
+        .into_iter()
+        .map(|v| {
+            let id = String::from(v);
+            let label = if v == today {
+                format!("{id} ({})", t.version_current)
+            } else {
+                id.clone()
+            };
+            (AttrValue::from(id), AttrValue::from(label))
+        })
+        .collect()
+}
+
+fn version_inputs(props: &InputsProps, t: &'static Text) -> Html {
+    let form = &props.form;
+    let today = Versions::default();
+    let v = Version::new;
+    html! {
+        <div class="row">
+            <SelectField id="torch" label={t.torch_version} tip={t.torch_version_tip}
+                value={AttrValue::from(String::from(form.torch_version))}
+                options={version_options(t, today.torch, &[v(2, 5), v(2, 4), v(2, 2), v(2, 1), v(2, 0)], form.torch_version)}
+                on_change={set::<String>(props, "torch")} />
+            <SelectField id="tf" label={t.transformers_version} tip={t.transformers_version_tip}
+                value={AttrValue::from(String::from(form.transformers_version))}
+                options={version_options(t, today.transformers, &[v(5, 0), v(4, 57), v(4, 48), v(4, 47), v(4, 45), v(4, 44)], form.transformers_version)}
+                on_change={set::<String>(props, "tf")} />
+        </div>
     }
 }
 

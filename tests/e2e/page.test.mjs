@@ -96,6 +96,22 @@ test('a user picks a setup, shares the link, and the link restores it', async ()
   await context.close();
 });
 
+test('an older transformers release, picked under advanced settings, moves the inference figure and reaches the link', async () => {
+  const page = await browser.newPage({ locale: 'en-US' });
+  await page.goto(`${base}?v=1&mode=inference&prompt=8192&new=16`);
+  await page.waitForSelector('#verdict');
+  const gib = (text) => Number(text.match(/([\d.]+) GiB/)[1]);
+  const before = await page.textContent('#verdict');
+  await page.locator('details:has(#tf) > summary').click();
+  await page.selectOption('#tf', '4.44');
+  await page.waitForFunction(() => location.search.includes('tf=4.44'));
+  await page.waitForFunction((b) => document.querySelector('#verdict').textContent !== b, before);
+  const after = await page.textContent('#verdict');
+  // Before 4.45 the prefill keeps fp32 logits for all 8,192 prompt positions: 8192 × 128,256 × 4 B = 3.9 GiB more.
+  assert.ok(gib(after) > gib(before) + 3, `${before} → ${after}`);
+  await page.close();
+});
+
 test('recompute after an input change is fast (reported, not asserted)', async () => {
   const page = await browser.newPage();
   await page.goto(base);
