@@ -1229,6 +1229,9 @@ pub fn doctor_hint(lang: Lang, h: crate::doctor::Hint) -> &'static str {
         (Lang::En, UpdateDriver) => "The NVIDIA driver is older than the CUDA runtime needs: update the driver, or install a PyTorch build for an older CUDA.",
         (Lang::En, WorkspaceLimit) => "A configured workspace limit is below what the convolution algorithm needs: raise the framework's workspace setting; the GPU itself was not full.",
         (Lang::En, BrokenAllocator) => "Allocations of a few bytes cannot exhaust a device: the allocator or build is broken — reinstall a build that matches this platform, CUDA and driver.",
+        (Lang::En, ContextLength) => "Not out of memory: the request has more tokens than the server's maximum context length (max_model_len) and was refused before anything was allocated. Shorten the prompt or the completion, or serve with a larger --max-model-len if memory allows (the serving planner shows the KV cache it needs).",
+        (Lang::En, OpenFiles) => "Not a memory problem: the process ran out of file descriptors. Raise the limit (ulimit -n), call torch.multiprocessing.set_sharing_strategy('file_system') at the start, or use fewer num_workers.",
+        (Lang::En, PeerGone) => "Not a memory problem here: a connection between processes closed — another rank or node died first, or the network failed. Read the log of the process that failed first; if it ran out of memory, treat it as that.",
         (Lang::En, TokenLength) => "Only a tokenizer warning: some inputs are longer than the model's maximum and will be truncated (or must be); it is not a memory problem.",
         (Lang::En, MissingLibrary) => "Not a memory problem: the CUDA setup is incomplete — a CPU-only PyTorch build, no NVIDIA driver visible (in a container: the GPU runtime), or a CUDA/cuDNN library missing from the library path. Install the build that matches your CUDA version, or the library it names.",
         (Lang::En, UnsupportedOnDevice) => "Not a memory problem: this device or backend cannot run the data type or operation. Use float16 instead of bfloat16 on GPUs below compute capability 8.0 (--dtype half, torch_dtype=torch.float16); for an operator MPS lacks, set PYTORCH_ENABLE_MPS_FALLBACK=1 or update PyTorch.",
@@ -1274,6 +1277,9 @@ pub fn doctor_hint(lang: Lang, h: crate::doctor::Hint) -> &'static str {
         (Lang::Zh, CpuInstructions) => "不是内存问题：程序用到了这颗 CPU 不支持的指令（SIGILL）——为更新的 CPU（AVX、AVX2、AVX-512）编译的版本，或在 Apple 芯片上经 Rosetta 运行的 x86 版本。请安装适合这颗 CPU 和架构的版本。",
         (Lang::Zh, MetalBufferCount) => "不是字节数不够：MLX 达到了 macOS 对同时存在的 Metal 缓冲区数量的上限（sysctl iogpu.rsrc_limit，默认 499000）。减少同时存活的数组（更早求值计算图、mx.clear_cache()），升级 MLX，或用 sudo sysctl iogpu.rsrc_limit=N 调高上限。",
         (Lang::Zh, GgmlContextPool) => "不是显存或系统内存：程序自己设定大小的 ggml 上下文固定内存池太小（needed > available）。升级 llama.cpp / llama-cpp-python 或设定该大小的应用；更小的上下文（-c、n_ctx）或更少的 GPU 层也可能避开它。",
+        (Lang::Zh, ContextLength) => "不是内存不足：请求的词元数超过服务端的最大上下文长度（max_model_len），在分配任何内存之前就被拒绝。缩短提示或生成长度；若显存允许，也可用更大的 --max-model-len 启动服务（服务规划面板给出它需要的 KV 缓存）。",
+        (Lang::Zh, OpenFiles) => "不是内存问题：进程用完了文件描述符。用 ulimit -n 提高上限，或在代码开头调用 torch.multiprocessing.set_sharing_strategy('file_system')，或减少 num_workers。",
+        (Lang::Zh, PeerGone) => "不是内存问题：进程之间的连接被关闭——另一个进程（另一个 rank 或节点）先崩溃了，或网络出错。看最先出错的那个进程的日志：若那里是 out of memory，就按显存问题处理。",
         (Lang::Zh, TokenLength) => "这只是分词器的警告：部分输入超过模型的最大长度，会被（或需要被）截断；不是内存问题。",
     }
 }

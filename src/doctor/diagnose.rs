@@ -198,6 +198,12 @@ pub enum Hint {
     MetalBufferCount,
     /// A ggml context's fixed-size pool, sized by the program itself, was too small.
     GgmlContextPool,
+    /// A request longer than the server's maximum context length (`max_model_len`): rejected, not out of memory.
+    ContextLength,
+    /// The process ran out of file descriptors (`ulimit -n`), e.g. DataLoader workers sharing tensors.
+    OpenFiles,
+    /// A connection between processes closed (a peer died or the network failed): look for the first rank's error.
+    PeerGone,
 }
 
 /// The doctor's answer.
@@ -369,6 +375,60 @@ const PT_CUDA: Rule = any(&["cuda out of memory"], Kind::Gpu, Source::PytorchCud
 /// The same allocator's message with its first words cut off: "Tried to allocate X (GPU 0; Y total capacity;
 /// Z already allocated; …)" (≤ 2.0) or "Tried to allocate X. GPU 0 has a total capacity of Y …" (≥ 2.1).
 const PT_CUDA_TAIL: Rule = check(pytorch_tail, Kind::Gpu, Source::PytorchCuda);
+/// The same message's statistics alone, quoted without "Tried to allocate": "(GPU 0; 7.78 GiB total
+/// capacity; 5.87 GiB already allocated; 13.69 MiB free; 6.08 GiB reserved in total by PyTorch)" (≤ 2.0) or
+/// "… of which X is reserved by PyTorch but unallocated" (≥ 2.1). Only the caching allocator's out-of-memory
+/// report prints them.
+const PT_CUDA_STATS: Rule = any(
+    &[
+        "reserved in total by pytorch",
+        "reserved by pytorch but unallocated",
+    ],
+    Kind::Gpu,
+    Source::PytorchCuda,
+);
+/// DeepSpeed inference kernels, `csrc/transformer/inference/includes/inference_context.h`
+/// (`GenWorkSpace`): "Workspace can't be allocated, no enough memory." after `cudaMemGetInfo` shows too
+/// little free device memory for the attention workspace.
+const DS_WORKSPACE: Rule = any(
+    &["workspace can't be allocated, no enough memory"],
+    Kind::Gpu,
+    Source::PytorchCuda,
+);
+/// Vulkan `VkResult` codes as drivers and engines print them (TVM `vulkan_buffer.cc`, MLC LLM, ncnn, …):
+/// `VK_ERROR_OUT_OF_DEVICE_MEMORY` (-2) is the device's memory; `VK_ERROR_OUT_OF_HOST_MEMORY` (-1) the host's.
+const VK_DEVICE_OOM: Rule = any(
+    &["vk_error_out_of_device_memory"],
+    Kind::Gpu,
+    Source::LlamaCpp,
+);
+const VK_HOST_OOM: Rule = any(
+    &["vk_error_out_of_host_memory"],
+    Kind::Host,
+    Source::CpuAllocator,
+);
+/// PyTorch `c10/core/impl/alloc_cpu.cpp`: "DefaultCPUAllocator: not enough memory: you tried to allocate
+/// N bytes" quoted without its first word; Apache Arrow `cpp/src/arrow/memory_pool.cc`: "malloc of size N
+/// failed" / "realloc of size N failed", raised in Python as `pyarrow.lib.ArrowMemoryError` (pandas, Hugging
+/// Face datasets). Both are host RAM.
+const CPU_ALLOC_TAIL: Rule = any(
+    &[
+        "allocator: not enough memory: you tried to allocate",
+        "can't allocate memory: you tried to allocate",
+        "arrowmemoryerror",
+    ],
+    Kind::Host,
+    Source::CpuAllocator,
+);
+/// A Jupyter kernel (Colab, Kaggle) restarted right after tcmalloc's "large alloc N bytes" report
+/// (gperftools `tcmalloc.cc`, printed above `large_alloc_report_threshold`): the kernel was killed for
+/// using all the machine's RAM ("Your session crashed after using all available RAM").
+const KERNEL_RESTART_RAM: Rule = check(
+    kernel_restart_after_large_alloc,
+    Kind::Host,
+    Source::OomKiller,
+);
+
 /// PyTorch `c10/cuda/CUDAMallocAsyncAllocator.cpp` and the caching allocator's memory-fraction limit:
 /// "Allocation on device N would exceed allowed memory. (out of memory)\nCurrently allocated : …\nRequested
 /// : …\nDevice limit : …\nFree (according to CUDA): …" (ComfyUI shows "torch.OutOfMemoryError: Allocation on
@@ -901,6 +961,13 @@ const ENOMEM: Rule = any(
 /// NumPy `numpy/_core/_exceptions.py` (`_ArrayMemoryError`): "Unable to allocate X GiB for an array with
 /// shape … and data type …"; Python's built-in `MemoryError` (as a word, not inside `OutOfMemoryError`).
 const PY_MEMORY_ERROR: Rule = check(memory_error, Kind::Host, Source::PythonMemoryError);
+/// NumPy `numpy/_core/_exceptions.py` (`_ArrayMemoryError`): "Unable to allocate X for an array with shape
+/// (…) and data type …", shown without its class name: host RAM.
+const NUMPY_ARRAY: Rule = any(
+    &["for an array with shape"],
+    Kind::Host,
+    Source::PythonMemoryError,
+);
 /// Java's `java.lang.OutOfMemoryError` (heap space, GC overhead, …): host RAM (Spark, Elasticsearch, …).
 const JAVA_OOM: Rule = any(
     &["java.lang.outofmemoryerror"],
@@ -1006,7 +1073,12 @@ const DRIVER: Rule = any(
 );
 /// PyTorch `aten/src/ATen/core/op_registration/adaption.cpp` (`common_device_check_failure`): "Expected all tensors to be on the same device".
 const WRONG_DEVICE: Rule = any(
-    &["expected all tensors to be on the same device"],
+    // `torch/_prims_common` / meta-device dispatch: "Tensor on device cuda:0 is not on the expected device meta!"
+    // (a module left on the meta device by offloading or `init_empty_weights`).
+    &[
+        "expected all tensors to be on the same device",
+        "is not on the expected device",
+    ],
     Kind::NotMemory,
     Source::WrongDevice,
 );
@@ -1180,6 +1252,47 @@ const DEVICE_UNAVAILABLE: Rule = any(
     Source::CudaError,
 )
 .with(Hint::CudaFault);
+/// The OpenAI-compatible servers' length check (vLLM `entrypoints/openai/serving_engine.py`
+/// `_validate_input`, OpenAI's API): "This model's maximum context length is N tokens. However, you requested M
+/// tokens (…)". The request was refused before anything was allocated.
+const CONTEXT_LENGTH: Rule = any(
+    &["maximum context length is"],
+    Kind::NotMemory,
+    Source::Tokenizer,
+)
+.with(Hint::ContextLength);
+/// Too many open files: `EMFILE` ("[Errno 24] Too many open files", "Too many open files. Communication with
+/// the workers is no longer possible", PyTorch `torch/utils/data/dataloader.py`): a descriptor limit.
+const OPEN_FILES: Rule =
+    any(&["too many open files"], Kind::NotMemory, Source::Unknown).with(Hint::OpenFiles);
+/// A peer's connection closed: NCCL `include/socket.h` "NCCL WARN Net : Connection closed by remote peer",
+/// gloo `gloo/transport/tcp/pair.cc` ("Connection closed by peer", "Connection reset by peer"). Another
+/// process died or the network failed; its own log holds the cause.
+const PEER_CLOSED: Rule = any(
+    &[
+        "connection closed by remote peer",
+        "gloo/transport/tcp/pair.cc",
+    ],
+    Kind::NotMemory,
+    Source::Nccl,
+)
+.with(Hint::PeerGone);
+/// HIP `hipErrorNoBinaryForGpu` ("Unable to find code object for all current devices", "Couldn't find
+/// binary for current devices"): the ROCm build has no kernels for this GPU's architecture.
+const HIP_NO_BINARY: Rule = any(
+    &["hiperrornobinaryforgpu"],
+    Kind::NotMemory,
+    Source::NoKernelImage,
+);
+/// A file that is not there: the C library's `ENOENT` "No such file or directory" (Python `FileNotFoundError`,
+/// Go's `os` errors in Ollama). Last but one: any memory report in the same text wins.
+const NO_SUCH_FILE: Rule = any(
+    &["no such file or directory", "filenotfounderror"],
+    Kind::NotMemory,
+    Source::Unknown,
+)
+.with(Hint::ModelMismatch);
+
 /// Triton `triton/runtime/errors.py` (`OutOfResources`): "out of resource: shared memory, Required: N,
 /// Hardware limit: M. Reducing block sizes or `num_stages` may help." A kernel's tile configuration needs
 /// more on-chip shared memory (or registers) per block than this GPU has: a per-kernel limit, not device
@@ -1392,6 +1505,7 @@ const RULES: &[Rule] = &[
     ASCEND_OOM,
     PT_CUDA,
     PT_CUDA_TAIL,
+    PT_CUDA_STATS,
     PT_FRACTION,
     PIN_THREAD,
     TF_PINNED,
@@ -1409,6 +1523,9 @@ const RULES: &[Rule] = &[
     CUBLAS_ALLOC,
     CUDNN_ALLOC,
     CUDNN_NO_ALGO,
+    DS_WORKSPACE,
+    VK_DEVICE_OOM,
+    VK_HOST_OOM,
     BNB_DISPATCH,
     VLLM_KV,
     VLLM_STARTUP,
@@ -1445,6 +1562,7 @@ const RULES: &[Rule] = &[
     DATASETS_DISK,
     TF_DISK,
     CPU_ALLOC,
+    CPU_ALLOC_TAIL,
     CT2_CPU_ALLOC,
     WIN_COMMIT,
     OLLAMA_RAM,
@@ -1456,8 +1574,10 @@ const RULES: &[Rule] = &[
     RAY_OOM,
     ENOMEM,
     PY_MEMORY_ERROR,
+    NUMPY_ARRAY,
     JAVA_OOM,
     KILLED_LINE,
+    KERNEL_RESTART_RAM,
     TORCH_OOM_CLASS,
     TF_EXHAUSTED,
     LOADER_EXITED,
@@ -1467,6 +1587,7 @@ const RULES: &[Rule] = &[
     ILLEGAL_ACCESS,
     CUDA_FAULT,
     NO_KERNEL,
+    HIP_NO_BINARY,
     DRIVER,
     WRONG_DEVICE,
     NO_CUDA,
@@ -1491,9 +1612,13 @@ const RULES: &[Rule] = &[
     BNB_SETUP,
     TRITON_RESOURCES,
     FS_UNSUPPORTED,
+    CONTEXT_LENGTH,
+    OPEN_FILES,
+    PEER_CLOSED,
     NCCL,
     SHARED_LIB,
     SEGFAULT,
+    NO_SUCH_FILE,
     TOKENIZER,
 ];
 
@@ -1700,6 +1825,16 @@ fn memory_error(s: &Scan) -> Option<usize> {
         .match_indices("memoryerror")
         .map(|(i, _)| i)
         .find(|&i| s.low[..i].ends_with("array") || i == 0 || !bytes[i - 1].is_ascii_alphanumeric())
+        .map(|i| s.orig(i))
+}
+
+/// [`KERNEL_RESTART_RAM`]: "kernel … restarted" after a tcmalloc "large alloc" report.
+fn kernel_restart_after_large_alloc(s: &Scan) -> Option<usize> {
+    s.find("tcmalloc: large alloc")?;
+    s.low
+        .match_indices("restarted")
+        .map(|(i, _)| i)
+        .find(|&i| window_before(&s.low, i, 60).contains("kernel "))
         .map(|i| s.orig(i))
 }
 
@@ -2408,6 +2543,41 @@ pub fn diagnose(text: &str, gpu_usable_gib: Option<f64>) -> Diagnosis {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn formats_of_the_seventh_batch() {
+        let cases = [
+            ("(GPU 0; 7.78 GiB total capacity; 5.87 GiB already allocated; 13.69 MiB free; 6.08 GiB reserved in total by PyTorch)", Kind::Gpu),
+            ("RuntimeError: Workspace can't be allocated, no enough memory.", Kind::Gpu),
+            ("vulkan_buffer.cc:61: InternalError: Check failed: (__e == VK_SUCCESS) is false: Vulkan Error, code=-2: VK_ERROR_OUT_OF_DEVICE_MEMORY", Kind::Gpu),
+            ("Vulkan Error, code=-1: VK_ERROR_OUT_OF_HOST_MEMORY", Kind::Host),
+            ("pyarrow.lib.ArrowMemoryError: realloc of size 2172846080 failed", Kind::Host),
+            ("ERROR: Unable to allocate 3.60 GiB for an array with shape (1, 1200623, 201) and data type complex128", Kind::Host),
+            ("Allocator: not enough memory: you tried to allocate 35389440 bytes.", Kind::Host),
+            ("tcmalloc: large alloc 2400002048 bytes == 0x99a00000 @ 0x7fb5f9f8c1e7\nWARNING:root:kernel 4222e7b2-aca5 restarted", Kind::Host),
+            ("hip_code_object.cpp:92: guarantee(false && \"hipErrorNoBinaryForGpu: Coudn't find binary for current devices!\")", Kind::NotMemory),
+            ("openai.error.InvalidRequestError: This model's maximum context length is 4097 tokens. However, you requested 4203 tokens", Kind::NotMemory),
+            ("RuntimeError: Too many open files. Communication with the workers is no longer possible.", Kind::NotMemory),
+            ("server1:6601:6625 [0] include/socket.h:385 NCCL WARN Net : Connection closed by remote peer\nNCCL failure common.cu:921 'unhandled system error'", Kind::NotMemory),
+            ("RuntimeError: Tensor on device cuda:0 is not on the expected device meta!", Kind::NotMemory),
+            ("Error: remove /Users/a/.ollama/models/blobs/sha256-ef31-partial-0: no such file or directory", Kind::NotMemory),
+        ];
+        for (text, kind) in cases {
+            assert_eq!(diagnose(text, None).kind, kind, "{text}");
+        }
+        // A memory report beside a missing file is still the memory report.
+        let d = diagnose("FileNotFoundError: cache.json\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", None);
+        assert_eq!(d.kind, Kind::Gpu);
+        // The statistics alone carry their figures.
+        let d = diagnose(cases[0].0, None);
+        near(d.numbers.total_gib, 7.78);
+        near(d.numbers.reserved_gib, 6.08);
+        // A tcmalloc report alone is a warning, not a crash.
+        assert_ne!(
+            diagnose("tcmalloc: large alloc 2400002048 bytes == 0x99a00000", None).kind,
+            Kind::Host
+        );
+    }
 
     #[test]
     fn metal_mlx_systemd_nccl_and_segfault_formats() {
