@@ -4,7 +4,9 @@
 
 use crate::form::Form;
 use crate::model::limits;
-use crate::model::{Architecture, AttentionKind, Biases, Mla, MlpKind, Moe};
+use crate::model::{
+    Activation, Architecture, AttentionKind, Biases, ExpertAdapters, Fused, Mla, MlpKind, Moe,
+};
 
 /// Version written into every link (`v=1`).
 pub const VERSION: u32 = 1;
@@ -25,7 +27,8 @@ pub use crate::settings::{enum_from, enum_id};
 use crate::settings::{number, SETTINGS};
 
 /// A custom architecture as `key:value` pairs, e.g. `l:32,h:4096,a:32,k:8,d:128,i:14336,v:128256,t:0,mlp:g`,
-/// plus `moe:E/active/width/shared/dense` and `mla:q_rank/kv_rank/nope/rope/v` when present, and a hybrid
+/// plus `fu:QG` (fused QKV, fused gate/up as 0/1), `act:gelu-new`, `moe:E/active/width/shared/dense` (then
+/// `mx:v4|no`, how PEFT reaches the experts) and `mla:q_rank/kv_rank/nope/rope/v` when present, and a hybrid
 /// stack as `hy:` ([`crate::model::Hybrid::link_id`]; links without it decode as plain transformers).
 pub fn arch_id(a: &Architecture) -> String {
     let bias = match a.biases {
@@ -51,6 +54,13 @@ pub fn arch_id(a: &Architecture) -> String {
     if a.learned_positions > 0 {
         parts.push(format!("pos:{}", a.learned_positions));
     }
+    match (a.fused.qkv, a.fused.gate_up) {
+        (false, false) => {}
+        (qkv, gate_up) => parts.push(format!("fu:{}{}", u8::from(qkv), u8::from(gate_up))),
+    }
+    if a.activation == Activation::GeluNew {
+        parts.push("act:gelu-new".into());
+    }
     if a.sliding_window > 0 {
         parts.push(format!("sw:{}", a.sliding_window));
         parts.push(format!("swf:{}", a.sliding_fraction)); // shortest form that parses back exactly
@@ -60,6 +70,14 @@ pub fn arch_id(a: &Architecture) -> String {
             "moe:{}/{}/{}/{}/{}",
             m.experts, m.active, m.expert_intermediate, m.shared_intermediate, m.dense_layers
         ));
+        if m.shared_gate {
+            parts.push("msg:1".into());
+        }
+        match m.peft {
+            ExpertAdapters::Merged => {}
+            ExpertAdapters::UntilV5 => parts.push("mx:v4".into()),
+            ExpertAdapters::Never => parts.push("mx:no".into()),
+        }
     }
     if a.attention == AttentionKind::Mla {
         let m = a.mla;
@@ -112,6 +130,23 @@ pub fn arch_from(s: &str) -> Option<Architecture> {
             "ln" => a.layer_norm = number(v, 0, 1)? == 1,
             "qkn" => a.qk_norm = number(v, 0, 1)? == 1,
             "pos" => a.learned_positions = dim(v)?,
+            "fu" => {
+                let (qkv, gate_up) = match v {
+                    "10" => (true, false),
+                    "01" => (false, true),
+                    "11" => (true, true),
+                    "00" => (false, false),
+                    _ => return None,
+                };
+                a.fused = Fused { qkv, gate_up };
+            }
+            "act" => {
+                a.activation = match v {
+                    "gelu-new" => Activation::GeluNew,
+                    "fused" => Activation::Fused,
+                    _ => return None,
+                }
+            }
             "sw" => a.sliding_window = dim(v)?,
             "swf" => {
                 a.sliding_fraction = v.parse::<f64>().ok().filter(|f| (0.0..=1.0).contains(f))?
@@ -125,6 +160,8 @@ pub fn arch_from(s: &str) -> Option<Architecture> {
                     expert_intermediate,
                     shared_intermediate,
                     dense_layers,
+                    shared_gate: false,
+                    peft: Default::default(),
                 });
             }
             "mla" => {
@@ -137,6 +174,16 @@ pub fn arch_from(s: &str) -> Option<Architecture> {
                     qk_nope_head_dim,
                     qk_rope_head_dim,
                     v_head_dim,
+                };
+            }
+            // After `moe` in every link this code writes.
+            "msg" => a.moe.as_mut()?.shared_gate = number(v, 0, 1)? == 1,
+            "mx" => {
+                let m = a.moe.as_mut()?;
+                m.peft = match v {
+                    "v4" => ExpertAdapters::UntilV5,
+                    "no" => ExpertAdapters::Never,
+                    _ => return None,
                 };
             }
             "vit" => a.vision = Some(crate::model::VisionTower::from_link_id(v)?),
@@ -252,6 +299,29 @@ mod tests {
     use super::*;
     use crate::form::CUSTOM;
     use crate::model::{Checkpointing, Mode, Module, Stack, WeightFormat};
+
+    #[test]
+    fn fused_projections_activation_and_expert_reach_round_trip() {
+        let mut a = crate::catalog::model("qwen1.5-moe-a2.7b")
+            .unwrap()
+            .arch()
+            .clone();
+        a.fused = Fused {
+            qkv: true,
+            gate_up: false,
+        };
+        a.activation = Activation::GeluNew;
+        let id = arch_id(&a);
+        assert!(
+            id.contains("fu:10") && id.contains("act:gelu-new") && id.contains("msg:1"),
+            "{id}"
+        );
+        assert!(id.contains("mx:v4"), "{id}");
+        assert_eq!(arch_from(&id), Some(a));
+        // Unknown values are refused, not guessed.
+        assert_eq!(arch_from("l:2,h:64,a:2,k:2,d:32,i:128,v:100,fu:2"), None);
+        assert_eq!(arch_from("l:2,h:64,a:2,k:2,d:32,i:128,v:100,mx:no"), None);
+    }
 
     #[test]
     fn default_form_encodes_to_version_only() {

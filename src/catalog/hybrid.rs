@@ -317,6 +317,8 @@ fn nemotron_h(obj: &Map<String, Value>, arch: &mut Architecture) -> Result<(), I
             expert_intermediate: dim_or(obj, &["moe_intermediate_size"], 7688)?.max(1),
             shared_intermediate: dim_or(obj, &["moe_shared_expert_intermediate_size"], 7688)?,
             dense_layers: mlp_blocks,
+            shared_gate: false,
+            peft: Default::default(),
         })
     } else {
         None
@@ -393,6 +395,8 @@ fn granite(
                 expert_intermediate,
                 shared_intermediate: shared,
                 dense_layers: 0,
+                shared_gate: false,
+                peft: Default::default(),
             });
         } else {
             arch.moe = None;

@@ -9,7 +9,8 @@
 
 use crate::model::peft::Method;
 use crate::model::{
-    Architecture, AttentionKind, Biases, Lora, Mla, MlpKind, Module, Moe, WeightFormat,
+    Activation, Architecture, AttentionKind, Biases, ExpertAdapters, Fused, Lora, Mla, MlpKind,
+    Module, Moe, WeightFormat,
 };
 use serde_json::{Map, Value};
 use std::fmt;
@@ -308,6 +309,13 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
             expert_intermediate,
             shared_intermediate: shared,
             dense_layers: dense_layers.min(layers),
+            // `models/qwen2_moe/modeling_qwen2_moe.py`: `shared_expert_gate = nn.Linear(hidden, 1)`.
+            shared_gate: mt == "qwen2_moe" && shared > 0,
+            peft: match mt {
+                "qwen2_moe" => ExpertAdapters::UntilV5,
+                "gpt_oss" => ExpertAdapters::Never,
+                _ => ExpertAdapters::Merged,
+            },
         })
     } else {
         None
@@ -361,6 +369,11 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
         norms_per_layer,
         layer_norm,
         qk_norm,
+        fused: fused_projections(mt),
+        activation: activation(
+            mt,
+            r.str("hidden_act").or_else(|| r.str("activation_function")),
+        ),
         hybrid: None,
         // A vision-language model's tower (`vision_import.rs`), read from the whole config.
         vision: super::vision_import::parse_vision(outer, hidden)?,
@@ -384,6 +397,40 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
         weights: quantization.as_ref().and_then(|q| q.format),
         quantization,
     })
+}
+
+/// The MLP activation named by `hidden_act` / `activation_function`, else the family's config default:
+/// `gelu_new` for `phi` (`PhiConfig`), `gpt2` (`GPT2Config`), `gptj`, `codegen` and `gpt_neo`.
+fn activation(model_type: &str, named: Option<&str>) -> Activation {
+    let named = named.unwrap_or(match model_type {
+        "phi" | "gpt2" | "gptj" | "codegen" | "gpt_neo" => "gelu_new",
+        _ => "",
+    });
+    if named == "gelu_new" {
+        Activation::GeluNew
+    } else {
+        Activation::Fused
+    }
+}
+
+/// The projections each family fuses, from its transformers modeling file (or the remote code it ships):
+/// `qkv_proj` + `gate_up_proj` (`phi3`, Phi-3/3.5/4), `query_key_value` + `dense_h_to_4h` producing gate and up
+/// (`chatglm`, ChatGLM2/3, GLM-4-9B), and attention alone: `c_attn` (`gpt2`, `gpt_bigcode`, `qwen`),
+/// `query_key_value` (`falcon`, `gpt_neox`, `bloom`, `persimmon`), `W_pack` (`baichuan`), `wqkv` (`internlm2`),
+/// `Wqkv` (`dbrx`, `mpt`), `qkv_proj` (`codegen`).
+fn fused_projections(model_type: &str) -> Fused {
+    match model_type {
+        "phi3" | "chatglm" => Fused {
+            qkv: true,
+            gate_up: true,
+        },
+        "gpt2" | "gpt_bigcode" | "qwen" | "falcon" | "gpt_neox" | "bloom" | "persimmon"
+        | "baichuan" | "internlm2" | "dbrx" | "mpt" | "codegen" => Fused {
+            qkv: true,
+            gate_up: false,
+        },
+        _ => Fused::default(),
+    }
 }
 
 /// Families whose q/k RMSNorms are switched by `use_qk_norm`: GLM-4.5 (transformers

@@ -100,7 +100,9 @@ impl LayerBytes {
 ///   q and the repeated k and v, and `o_proj` a contiguous copy of its input when its weight trains;
 /// - gated MLP: the gate output (saved by the activation), the activation and up outputs (saved by their
 ///   product), and the product when `down` trains (ab·i each); plain MLP: the pre-activation and the
-///   activation output when `down` needs it;
+///   activation output when `down` needs it; transformers' Python `gelu_new` keeps four tensors where a
+///   fused activation keeps its input ([`super::arch::Activation`]);
+/// - fused projections ([`super::arch::Fused`]): one input and one adapter for Q, K and V (or gate and up);
 /// - MoE: the MLP part once per active expert, plus shared experts;
 /// - hybrid stacks: the average over the layers, each block weighted by the share of layers holding it, the
 ///   recurrent mixer's bytes from [`super::recurrent::Hybrid::saved_bytes_per_token`]
@@ -127,7 +129,7 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
     let trained = weights_trained(job);
     let lora = matches!(job.mode, Mode::Lora | Mode::Qlora);
     let adapter = |m: Module, d_in: f64, d_out: f64| -> f64 {
-        if lora && job.lora.targets.contains(&m) {
+        if lora && arch.adapts(m, &job.lora.targets) {
             adapter_bytes_per_token(job, m, d_in, d_out)
         } else {
             0.0
@@ -151,11 +153,16 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
     };
     let norms = norm * f64::from(arch.norms_per_layer.clamp(1, 4));
 
-    // Attention block: the projections' h-wide inputs are whole on every rank; heads are split.
-    let attn_in = shared_input(3.0, h)
-        + adapter(Module::Q, h, q)
-        + adapter(Module::K, h, kv)
-        + adapter(Module::V, h, kv);
+    // Attention block: the projections' h-wide inputs are whole on every rank; heads are split. A fused
+    // projection is one module: one input (one autocast copy) and one adapter over the summed output.
+    let attn_in = if arch.fused.qkv {
+        shared_input(1.0, h) + adapter(Module::Q, h, q + 2.0 * kv)
+    } else {
+        shared_input(3.0, h)
+            + adapter(Module::Q, h, q)
+            + adapter(Module::K, h, kv)
+            + adapter(Module::V, h, kv)
+    };
     // A padding mask (variable-length batches) or prefix tuning's prefix sends SDPA to the masked
     // (memory-efficient) kernel. When the key length is not a multiple of 16, that kernel's bias must be padded
     // for alignment, and the padded copy is materialized for every head and saved for backward:
@@ -178,7 +185,23 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
         } else {
             0.0
         };
+    // A fused projection's q, k and v are slices of one output. RoPE replaces q and k by new tensors, but v
+    // stays a view, so whatever attention saves of v keeps the whole fused output alive: the q and k parts
+    // (q + kv wide) beyond what the v term counts. Without RoPE (learned positions: GPT-2, GPT-BigCode) q and k
+    // are views too and the three terms already add up to the fused output; a K/V repeated for grouped-query
+    // heads is a copy. The oracle's saved tensors show it on GPT-NeoX and Phi-3 (`tests/golden_grid.rs`).
+    let v_keeps_fused_output = arch.fused.qkv
+        && arch.learned_positions == 0
+        && (arch.kv_heads == arch.heads
+            || (job.attention != AttentionImpl::Eager
+                && !(job.attention == AttentionImpl::Sdpa && repeated)));
+    let fused_base = if v_keeps_fused_output {
+        ab * (q + kv)
+    } else {
+        0.0
+    };
     let attn_heads = prefix_bias
+        + fused_base
         + adapter(Module::O, q, h)
         + match job.attention {
             AttentionImpl::Flash2 => ab * (2.0 * q + 2.0 * kv),
@@ -191,13 +214,24 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
         };
 
     // MLP block, per expert pass: (whole inputs of gate/up, split intermediate and down input).
-    let mlp_width = |i: f64| -> (f64, f64) {
+    let mlp_width = |i: f64, adapted: bool| -> (f64, f64) {
+        let adapter = |m: Module, d_in: f64, d_out: f64| {
+            if adapted {
+                adapter(m, d_in, d_out)
+            } else {
+                0.0
+            }
+        };
+        let act = arch.activation.saved_tensors();
         let acts = match arch.mlp {
-            MlpKind::Gated => 3.0 * ab * i,
-            MlpKind::Plain => ab * i,
+            MlpKind::Gated => (2.0 + act) * ab * i,
+            MlpKind::Plain => act * ab * i,
         };
         let down_in = if trained { ab * i } else { 0.0 } + adapter(Module::Down, i, h);
         let gate_up_in = match arch.mlp {
+            MlpKind::Gated if arch.fused.gate_up => {
+                shared_input(1.0, h) + adapter(Module::Up, h, 2.0 * i)
+            }
             MlpKind::Gated => {
                 shared_input(2.0, h) + adapter(Module::Gate, h, i) + adapter(Module::Up, h, i)
             }
@@ -206,7 +240,7 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
         (gate_up_in, acts + down_in)
     };
     let (mlp_in, mlp_inner) = match arch.moe {
-        None => mlp_width(f64::from(arch.intermediate)),
+        None => mlp_width(f64::from(arch.intermediate), true),
         Some(moe) => {
             let active = f64::from(moe.active.min(moe.experts));
             let ei = f64::from(moe.expert_intermediate);
@@ -220,10 +254,10 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
                 };
                 (ab * h, acts + ab * ei)
             } else {
-                mlp_width(ei)
+                mlp_width(ei, moe.experts_adapted(job.versions.transformers))
             };
             let (s_in, s_inner) = if moe.shared_intermediate > 0 {
-                mlp_width(f64::from(moe.shared_intermediate))
+                mlp_width(f64::from(moe.shared_intermediate), true)
             } else {
                 (0.0, 0.0)
             };
@@ -310,7 +344,8 @@ pub fn adapter_bytes_per_layer(job: &Job, arch: &Architecture) -> f64 {
 /// (`GroupedMmBackward0`) is the peak of every all-linear LoRA job on Qwen3-MoE, Mixtral, DeepSeek-V2/V3,
 /// Kimi K2, GLM-4.5 and MiniMax-M2 (`tests/golden_grid.rs`).
 pub fn merged_expert_lora(job: &Job, arch: &Architecture) -> bool {
-    arch.moe.is_some()
+    arch.moe
+        .is_some_and(|moe| moe.experts_adapted(job.versions.transformers))
         && matches!(job.mode, Mode::Lora | Mode::Qlora)
         && job.lora.method == Method::Lora
         && job.versions.transformers >= super::job::Version::new(5, 0)
@@ -346,7 +381,7 @@ pub fn merged_expert_bytes(job: &Job, arch: &Architecture) -> (f64, f64) {
             .into_iter()
             .filter(|(m, d_in, _)| {
                 matches!(m, Module::Gate | Module::Up | Module::Down)
-                    && job.lora.targets.contains(m)
+                    && arch.adapts(*m, &job.lora.targets)
                     && *d_in > 0.0
             })
             .map(|(_, d_in, d_out)| d_in * d_out * routed)
@@ -359,7 +394,7 @@ fn delta_weight_bytes_per_layer(job: &Job, arch: &Architecture) -> f64 {
     let r = f64::from(job.lora.rank);
     arch.linear_modules()
         .into_iter()
-        .filter(|(m, d_in, _)| job.lora.targets.contains(m) && *d_in > 0.0)
+        .filter(|(m, d_in, _)| arch.adapts(*m, &job.lora.targets) && *d_in > 0.0)
         .map(|(_, d_in, d_out)| match job.lora.method {
             Method::Loha => 4.0 * d_in * d_out,
             Method::Lokr => 4.0 * d_in * d_out,

@@ -1,7 +1,7 @@
 //! Adapters: how many parameters a job trains, how many of them are adapters, and the adapters' bytes.
 
 use super::arch::ParamCounts;
-use super::job::{Job, Mode};
+use super::job::{Job, Mode, Module};
 use super::peft;
 use super::shapes::Shapes;
 
@@ -25,21 +25,65 @@ pub fn trainable(job: &Job, p: &ParamCounts) -> (f64, f64) {
         Mode::Lora | Mode::Qlora => {
             let method = job.lora.method;
             let mut adapters = 0.0;
+            // A hybrid stack's widths carry the share of layers holding each block (`linear_modules`):
+            // a LoRA pair is `r·(d_in + d_out)`, so the share scales the whole pair, not its input alone.
+            let (attention_share, mlp_share, _) = super::recurrent::layer_shares(&job.arch);
             for (m, d_in, d_out) in job.arch.linear_modules() {
-                if !method.adapts_modules() || !job.lora.targets.contains(&m) || d_in <= 0.0 {
+                if !method.adapts_modules() || !job.arch.adapts(m, &job.lora.targets) || d_in <= 0.0
+                {
                     continue;
                 }
-                // PEFT adapts every expert of an MoE layer's gate/up/down (and the shared expert).
-                let copies = job.arch.expert_copies(m);
-                let per_copy_in = d_in / copies;
-                let dora = if job.lora.dora && method == peft::Method::Lora {
-                    d_out
+                let share = if peft::is_feed_forward(m) {
+                    mlp_share
                 } else {
-                    0.0
+                    attention_share
                 };
+                if share <= 0.0 {
+                    continue;
+                }
+                let d_in = d_in / share;
+                // An MoE layer's gate/up/down stand for every routed expert and the shared one: PEFT adapts
+                // each (the shared expert at its own width), unless this release leaves the routed experts
+                // frozen (`Moe::experts_adapted`).
+                let dora = job.lora.dora && method == peft::Method::Lora;
                 let ff = peft::is_feed_forward(m);
-                adapters += copies
-                    * (peft::module_params(method, job.lora.rank, per_copy_in, d_out, ff) + dora);
+                let one = |d_in: f64, d_out: f64| {
+                    peft::module_params(method, job.lora.rank, d_in, d_out, ff)
+                        + if dora { d_out } else { 0.0 }
+                };
+                let copies = job.arch.expert_copies(m);
+                match job.arch.moe.filter(|_| copies > 1.0) {
+                    Some(moe) => {
+                        let per_copy_in = d_in / copies;
+                        if moe.experts_adapted(job.versions.transformers) {
+                            adapters += share * f64::from(moe.experts) * one(per_copy_in, d_out);
+                        }
+                        if moe.shared_intermediate > 0 {
+                            let si = f64::from(moe.shared_intermediate);
+                            adapters += share
+                                * if m == Module::Down {
+                                    one(si, d_out)
+                                } else {
+                                    one(per_copy_in, si)
+                                };
+                        }
+                    }
+                    None => adapters += share * one(d_in, d_out),
+                }
+            }
+            // Qwen2-MoE's `shared_expert_gate` (h → 1) is a linear layer `all-linear` reaches.
+            if job.arch.shared_expert_gate()
+                && method.adapts_modules()
+                && job.lora.targets.contains(&Module::Gate)
+            {
+                adapters += mlp_share
+                    * peft::module_params(
+                        method,
+                        job.lora.rank,
+                        f64::from(job.arch.hidden),
+                        1.0,
+                        true,
+                    );
             }
             adapters *= layers;
             adapters += peft::prompt_params(job, &job.arch);
@@ -75,7 +119,7 @@ pub fn frozen_adapter_params(job: &Job) -> f64 {
         .arch
         .linear_modules()
         .into_iter()
-        .filter(|(m, d_in, _)| job.lora.targets.contains(m) && *d_in > 0.0);
+        .filter(|(m, d_in, _)| job.arch.adapts(*m, &job.lora.targets) && *d_in > 0.0);
     match job.lora.method {
         peft::Method::LoraFa => {
             targeted.map(|(_, d_in, _)| r * d_in).sum::<f64>() * f64::from(job.arch.layers)
@@ -129,6 +173,49 @@ mod tests {
         assert_eq!(trainable, adapters);
         let s = Shapes::of(&job);
         assert_eq!(adapter_bytes(&job, &s), 6_815_744.0 * 4.0);
+    }
+
+    /// Phi-3-mini's fused `qkv_proj` (3072 → 9216) and `gate_up_proj` (3072 → 16,384) carry one adapter each:
+    /// r16 on every linear is `16·(3072 + 9216) + 16·(3072 + 3072) + 16·(3072 + 16,384) + 16·(8192 + 3072)`
+    /// = 786,432 per layer, × 32 = 25,165,824 (what PEFT builds on the model). Counted as separate q/k/v and
+    /// gate/up it would be 30,408,704.
+    #[test]
+    fn fused_projections_carry_one_adapter() {
+        let job = Job {
+            arch: crate::model::catalog_arch("phi-3-mini-4k-instruct"),
+            mode: Mode::Lora,
+            lora: super::super::job::Lora {
+                rank: 16,
+                ..Default::default()
+            },
+            ..Job::default()
+        };
+        assert!(job.arch.fused.qkv && job.arch.fused.gate_up);
+        assert_eq!(trainable(&job, &job.arch.params()).1, 25_165_824.0);
+    }
+
+    /// Qwen1.5-MoE-A2.7B under transformers 5 (24 layers, h 2048, MHA): PEFT's `all-linear` reaches no routed
+    /// expert, so r16 trains q/k/v/o (4 · 16 · 4096 = 262,144), the shared expert at its own width 5632
+    /// (3 · 16 · (2048 + 5632) = 368,640) and `shared_expert_gate` (16 · (2048 + 1) = 32,784): 663,568 per
+    /// layer, × 24 = 15,925,632. Under transformers 4.57 the 60 routed experts (width 1408) are linears PEFT
+    /// adapts too: 60 · 3 · 16 · (2048 + 1408) = 9,953,280 more per layer.
+    #[test]
+    fn experts_out_of_peft_reach_stay_frozen() {
+        let mut job = Job {
+            arch: crate::model::catalog_arch("qwen1.5-moe-a2.7b"),
+            mode: Mode::Lora,
+            lora: super::super::job::Lora {
+                rank: 16,
+                ..Default::default()
+            },
+            ..Job::default()
+        };
+        assert_eq!(trainable(&job, &job.arch.params()).1, 15_925_632.0);
+        job.versions.transformers = crate::model::Version::new(4, 57);
+        assert_eq!(
+            trainable(&job, &job.arch.params()).1,
+            15_925_632.0 + 24.0 * 9_953_280.0
+        );
     }
 
     /// Freeze-tuning the last 2 of 32 layers trains 2 layers' parameters, no adapters.

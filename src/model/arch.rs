@@ -44,6 +44,54 @@ pub enum MlpKind {
     Plain,
 }
 
+/// Projections a model computes as one fused `nn.Linear` (and PEFT adapts as one module, with one
+/// `lora_A`/`lora_B` pair over the fused output). Attention: Phi-3/Phi-4 `qkv_proj`, GPT-2 / GPT-BigCode /
+/// Qwen(1) `c_attn`, Falcon / GPT-NeoX / ChatGLM / BLOOM `query_key_value`, Baichuan `W_pack`, InternLM2
+/// `wqkv`, DBRX / MPT `Wqkv`. Feed-forward: Phi-3/Phi-4 `gate_up_proj`, ChatGLM `dense_h_to_4h` (gate and up
+/// in one). The weights are the same; what differs is the adapters and the activations they keep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct Fused {
+    /// Q, K and V come from one projection.
+    pub qkv: bool,
+    /// A gated MLP's gate and up come from one projection.
+    pub gate_up: bool,
+}
+
+impl Fused {
+    fn is_none(&self) -> bool {
+        !self.qkv && !self.gate_up
+    }
+}
+
+/// The MLP's activation, as the saved tensors of its backward see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Activation {
+    /// One op that saves its input: SiLU, `F.gelu` (exact or `approximate="tanh"`, transformers
+    /// `gelu_pytorch_tanh`), ReLU.
+    #[default]
+    Fused,
+    /// transformers' `gelu_new` (`activations.py` `NewGELUActivation`, GPT-2, GPT-J, Phi-1/2, CodeGen): the
+    /// tanh formula in Python ops, whose autograd keeps four input-wide tensors (pow's input, tanh's output,
+    /// `0.5·x` and `1 + tanh`).
+    GeluNew,
+}
+
+impl Activation {
+    fn is_fused(&self) -> bool {
+        *self == Activation::Fused
+    }
+
+    /// Tensors as wide as the MLP input of the activation that backward keeps.
+    pub fn saved_tensors(self) -> f64 {
+        match self {
+            Activation::Fused => 1.0,
+            Activation::GeluNew => 4.0,
+        }
+    }
+}
+
 /// Which linear layers carry biases.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
@@ -71,6 +119,51 @@ pub struct Moe {
     pub shared_intermediate: u32,
     /// Leading layers that keep a dense MLP of width `intermediate` (DeepSeek `first_k_dense_replace`).
     pub dense_layers: u32,
+    /// The shared expert's output is scaled by a learned `h → 1` gate (Qwen2-MoE `shared_expert_gate`;
+    /// DeepSeek's and Llama 4's shared experts have none). Absent from older JSON and links: none.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shared_gate: bool,
+    /// Whether PEFT's LoRA reaches the routed experts ([`ExpertAdapters`]). Absent from older JSON and
+    /// links: the common case.
+    #[serde(default, skip_serializing_if = "ExpertAdapters::is_default")]
+    pub peft: ExpertAdapters,
+}
+
+/// Whether PEFT's LoRA (`target_modules="all-linear"` or the expert projections by name) adapts an MoE
+/// layer's routed experts, by transformers release. Before transformers 5 most families hold each expert as
+/// `nn.Linear` modules, which PEFT adapts one by one; from 5 they are fused 3-D parameters, which PEFT 0.21
+/// adapts through their merged weight only for the model types of its MoE table
+/// (`_MODEL_TO_CONVERSION_PATTERN`) and leaves frozen for the others (read from the fake-tensor oracle's
+/// trainable parameters, `tests/golden_grid.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExpertAdapters {
+    /// Per-expert linears before transformers 5; from 5, 3-D parameters adapted through the merged weight
+    /// (Mixtral, Qwen3-MoE, DeepSeek-V2/V3, Kimi K2, GLM-4.5, MiniMax-M2).
+    #[default]
+    Merged,
+    /// Per-expert linears before transformers 5; from 5, 3-D parameters that `all-linear` does not reach
+    /// (`qwen2_moe`, Qwen1.5-MoE / Qwen2-MoE: only attention, the shared expert and its gate train).
+    UntilV5,
+    /// 3-D parameters in every release, never adapted (`gpt_oss`: `GptOssExperts`).
+    Never,
+}
+
+impl ExpertAdapters {
+    fn is_default(&self) -> bool {
+        *self == ExpertAdapters::Merged
+    }
+}
+
+impl Moe {
+    /// Whether LoRA adapts the routed experts under this transformers release.
+    pub fn experts_adapted(&self, transformers: crate::model::job::Version) -> bool {
+        match self.peft {
+            ExpertAdapters::Merged => true,
+            ExpertAdapters::UntilV5 => transformers < crate::model::job::Version::new(5, 0),
+            ExpertAdapters::Never => false,
+        }
+    }
 }
 
 /// The shape of a decoder-only transformer language model.
@@ -115,6 +208,12 @@ pub struct Architecture {
     pub layer_norm: bool,
     /// Per-head RMSNorm on queries and keys (Qwen3, Gemma 3: `q_norm`/`k_norm` of `head_dim`).
     pub qk_norm: bool,
+    /// Fused projections ([`Fused`]). Absent from older JSON and links, which decode as none.
+    #[serde(default, skip_serializing_if = "Fused::is_none")]
+    pub fused: Fused,
+    /// The MLP activation's saved tensors ([`Activation`]). Absent from older JSON and links: fused.
+    #[serde(default, skip_serializing_if = "Activation::is_fused")]
+    pub activation: Activation,
     /// A hybrid stack: which layers hold attention, an MLP and a recurrent mixer (Mamba, Gated DeltaNet), and
     /// the mixer's shape ([`super::recurrent`]); `None` when every layer is attention + MLP. Absent from old
     /// links and JSON, which decode as `None`. Boxed: most shapes have none ([`Architecture::stack`] reads it).
@@ -150,6 +249,8 @@ impl Default for Architecture {
             norms_per_layer: 2,
             layer_norm: false,
             qk_norm: false,
+            fused: Fused::default(),
+            activation: Activation::Fused,
             hybrid: None,
             vision: None,
         }
@@ -368,14 +469,7 @@ impl Architecture {
                     let shared = self.mlp_linear(moe.shared_intermediate);
                     let dense_mlp = self.mlp_linear(self.intermediate);
                     let router = h * f64::from(moe.experts);
-                    // Qwen2-MoE gates its shared expert with a 1-wide linear (shared_expert_gate).
-                    let shared_gate = if moe.shared_intermediate > 0 { h } else { 0.0 };
-                    // Hybrid stacks say whether they have it (`recurrent::Hybrid::shared_expert_gate`): Qwen3-Next
-                    // gates its shared expert, Granite-4.0-H and Nemotron-H do not.
-                    let shared_gate = match self.stack() {
-                        Some(hy) if !hy.shared_expert_gate => 0.0,
-                        _ => shared_gate,
-                    };
+                    let shared_gate = if self.shared_expert_gate() { h } else { 0.0 };
                     let linear =
                         dense * dense_mlp + sparse * (f64::from(moe.experts) * expert + shared);
                     let active = dense * dense_mlp
@@ -462,15 +556,60 @@ impl Architecture {
         } else {
             q
         };
+        // A fused projection is one module: its entry is Q's (or Up's) with the summed output, and the
+        // modules it stands for have no input of their own.
+        let (q_out, kv_in) = if self.fused.qkv {
+            (q_out + 2.0 * kv, 0.0)
+        } else {
+            (q_out, h * a)
+        };
+        let (gate_in, up_out) = if self.fused.gate_up && self.mlp == MlpKind::Gated {
+            (0.0, 2.0 * i)
+        } else {
+            (h * gate * m, i)
+        };
         [
             (Module::Q, h * a, q_out),
-            (Module::K, h * a, kv),
-            (Module::V, h * a, kv),
+            (Module::K, kv_in, kv),
+            (Module::V, kv_in, kv),
             (Module::O, o_in * a, h),
-            (Module::Gate, h * gate * m, i),
-            (Module::Up, h * copies * m, i),
+            (Module::Gate, gate_in, i),
+            (Module::Up, h * copies * m, up_out),
             (Module::Down, i * copies * m, h),
         ]
+    }
+
+    /// Whether the shared expert has its `h → 1` gate: Qwen2-MoE's (`Moe::shared_gate`); a hybrid stack says
+    /// so itself (`recurrent::Hybrid::shared_expert_gate`: Qwen3-Next gates its shared expert, Granite-4.0-H
+    /// and Nemotron-H do not).
+    pub fn shared_expert_gate(&self) -> bool {
+        match (self.moe, self.stack()) {
+            (Some(m), _) if m.shared_intermediate == 0 => false,
+            (Some(_), Some(hy)) => hy.shared_expert_gate,
+            (Some(m), None) => m.shared_gate,
+            (None, _) => false,
+        }
+    }
+
+    /// Whether PEFT adapts module `m` when `targets` are named: a fused projection is adapted when any of
+    /// the modules it stands for is targeted (its one name, `qkv_proj`, covers them all), and the modules
+    /// inside it have no adapter of their own.
+    pub fn adapts(
+        &self,
+        m: crate::model::job::Module,
+        targets: &[crate::model::job::Module],
+    ) -> bool {
+        use crate::model::job::Module;
+        let any = |ms: &[Module]| ms.iter().any(|x| targets.contains(x));
+        match m {
+            Module::Q if self.fused.qkv => any(&[Module::Q, Module::K, Module::V]),
+            Module::K | Module::V if self.fused.qkv => false,
+            Module::Up if self.fused.gate_up && self.mlp == MlpKind::Gated => {
+                any(&[Module::Gate, Module::Up])
+            }
+            Module::Gate if self.fused.gate_up && self.mlp == MlpKind::Gated => false,
+            _ => targets.contains(&m),
+        }
     }
 }
 

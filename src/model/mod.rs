@@ -33,7 +33,10 @@ pub mod vision;
 pub mod weights;
 
 pub use allocator::{ALLOCATOR_FIXED_GIB, ALLOCATOR_TRANSIENT_SHARE, ALLOCATOR_VARIABLE_SHARE};
-pub use arch::{Architecture, AttentionKind, Biases, Mla, MlpKind, Moe, ParamCounts};
+pub use arch::{
+    Activation, Architecture, AttentionKind, Biases, ExpertAdapters, Fused, Mla, MlpKind, Moe,
+    ParamCounts,
+};
 pub use band::{band, Band, BandKind};
 pub use estimate::{
     estimate, Component, Estimate, HostComponent, Part, Phase, Warning, CUDA_CONTEXT_GIB,

@@ -29,6 +29,12 @@ pub fn normalize(job: &Job) -> (Job, Vec<Warning>) {
     if job.stack.unties_embeddings() {
         job.arch.tied_embeddings = false;
     }
+    // A stack with model code of its own has none of transformers' fused projections or Python activations
+    // (`Stack::runs_own_model_code`).
+    if job.stack.runs_own_model_code() {
+        job.arch.fused = Default::default();
+        job.arch.activation = Default::default();
+    }
     // A model with learned absolute positions (GPT-2, GPT-BigCode, OPT) cannot look past its position table:
     // `wpe` has `n_positions` rows, so longer inputs fail unless the tokenizer truncates them to
     // `model_max_length`, which is what a run that finished did.

@@ -1523,6 +1523,8 @@ mod tests {
                 expert_intermediate: 1408,
                 shared_intermediate: 2816,
                 dense_layers: 1,
+                shared_gate: false,
+                peft: Default::default(),
             }),
             ..Architecture::default()
         }

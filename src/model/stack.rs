@@ -125,6 +125,18 @@ impl Stack {
         matches!(self, Stack::Litgpt)
     }
 
+    /// Whether the stack runs its own model code rather than transformers' modeling files, so that a family's
+    /// fused projections and Python activations ([`super::arch::Fused`], [`super::arch::Activation`]) do not
+    /// apply. litgpt's `GPT` (`litgpt/model.py`) builds every family from one block: its fused `qkv` linear
+    /// takes LoRA per q/k/v slice (`litgpt/lora.py` `LoRAQKVLinear`: one `r` per enabled slice, as separate
+    /// adapters count), its MLP is separate `fc_1`/`fc_2` (and `proj`), and GELU is `F.gelu` (with
+    /// `approximate` from the config). torchtune's models (`torchtune/models/*`) load checkpoints through
+    /// `convert_weights`, which splits Phi-3's `qkv_proj` and `gate_up_proj` into separate linears, and run
+    /// `nn.SiLU` / `F.gelu`.
+    pub fn runs_own_model_code(self) -> bool {
+        matches!(self, Stack::Litgpt | Stack::Torchtune)
+    }
+
     /// Whether weight quantization replaces the LM head too.
     ///
     /// Lightning Fabric's `BitsandbytesPrecision.convert_module` replaces every `torch.nn.Linear` whose name
