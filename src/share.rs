@@ -27,7 +27,7 @@ pub use crate::settings::{enum_from, enum_id};
 use crate::settings::{number, SETTINGS};
 
 /// A custom architecture as `key:value` pairs, e.g. `l:32,h:4096,a:32,k:8,d:128,i:14336,v:128256,t:0,mlp:g`,
-/// plus `fu:QG` (fused QKV, fused gate/up as 0/1), `act:gelu-new`, `moe:E/active/width/shared/dense` (then
+/// plus `fu:QG` (fused QKV, fused gate/up as 0/1), `act:gelu-new`, `sc:1` (soft-capping), `moe:E/active/width/shared/dense` (then
 /// `mx:v4|no`, how PEFT reaches the experts) and `mla:q_rank/kv_rank/nope/rope/v` when present, and a hybrid
 /// stack as `hy:` ([`crate::model::Hybrid::link_id`]; links without it decode as plain transformers).
 pub fn arch_id(a: &Architecture) -> String {
@@ -60,6 +60,9 @@ pub fn arch_id(a: &Architecture) -> String {
     }
     if a.activation == Activation::GeluNew {
         parts.push("act:gelu-new".into());
+    }
+    if a.softcap {
+        parts.push("sc:1".into());
     }
     if a.sliding_window > 0 {
         parts.push(format!("sw:{}", a.sliding_window));
@@ -140,6 +143,7 @@ pub fn arch_from(s: &str) -> Option<Architecture> {
                 };
                 a.fused = Fused { qkv, gate_up };
             }
+            "sc" => a.softcap = number(v, 0, 1)? == 1,
             "act" => {
                 a.activation = match v {
                     "gelu-new" => Activation::GeluNew,
@@ -311,6 +315,7 @@ mod tests {
             gate_up: false,
         };
         a.activation = Activation::GeluNew;
+        a.softcap = true;
         let id = arch_id(&a);
         assert!(
             id.contains("fu:10") && id.contains("act:gelu-new") && id.contains("msg:1"),

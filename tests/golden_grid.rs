@@ -171,8 +171,6 @@ const KNOWN_GAPS: &[(&str, &str)] = &[
       at GroupedMmBackward0 (-3.8%), and at rank 64 the parameter wrapper's own tensors (-8.7%)"),
     ("mixtral-8x7b-v0.1/lora-", "as Qwen3-MoE (without checkpointing -46.7% before the merged copy, -1.5% now)"),
     ("deepseek-v2-lite/lora-", "as Qwen3-MoE (without checkpointing -41.6% before the merged copy, -1.6% now)"),
-    ("gemma-2-2b/", "Gemma 2's soft-capping (tanh on the eager scores and on the final logits) keeps extra \
-      fp32 copies that the eager-score and loss terms do not count"),
     ("gpt2/", "GPT-2's LayerNorm, Conv1D and GELU saved tensors are not yet read from the oracle; its jobs \
       past 1,024 tokens ran beyond the position table on fake tensors, where vramfit cuts to 1,024"),
     ("gemma-3-1b-it/infer", "Gemma 3 prefill: sliding-window masks and a 262k vocabulary's logits"),

@@ -487,10 +487,12 @@ pub fn layer_backward_bytes_per_token(arch: &Architecture, job: &Job) -> LayerBy
 
 /// Eager attention keeps, per token and layer, the fp32 softmax output and its 16-bit copy (HF
 /// `eager_attention_forward`: `softmax(..., dtype=float32).to(query.dtype)`): `(4 + ab) · heads · s` bytes,
-/// averaged over a hybrid stack's layers (only its attention layers have scores).
+/// averaged over a hybrid stack's layers (only its attention layers have scores). Gemma 2's soft-capped
+/// scores keep tanh's output too (`attn_weights = tanh(attn_weights / cap) · cap`), one more `ab`.
 pub fn eager_scores_per_token(arch: &Architecture, job: &Job, seq: f64) -> f64 {
     if job.attention == AttentionImpl::Eager {
-        (4.0 + act_bytes(job))
+        let softcap = if arch.softcap { act_bytes(job) } else { 0.0 };
+        (4.0 + act_bytes(job) + softcap)
             * f64::from(arch.heads)
             * seq
             * super::recurrent::layer_shares(arch).0

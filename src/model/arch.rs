@@ -211,6 +211,11 @@ pub struct Architecture {
     /// Fused projections ([`Fused`]). Absent from older JSON and links, which decode as none.
     #[serde(default, skip_serializing_if = "Fused::is_none")]
     pub fused: Fused,
+    /// Gemma 2's soft-capping: `cap · tanh(x / cap)` on the final logits (`final_logit_softcapping`) and on
+    /// eager attention scores (`attn_logit_softcapping`); autograd keeps each tanh's output
+    /// (`models/gemma2/modeling_gemma2.py`). Absent from older JSON and links: none.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub softcap: bool,
     /// The MLP activation's saved tensors ([`Activation`]). Absent from older JSON and links: fused.
     #[serde(default, skip_serializing_if = "Activation::is_fused")]
     pub activation: Activation,
@@ -250,6 +255,7 @@ impl Default for Architecture {
             layer_norm: false,
             qk_norm: false,
             fused: Fused::default(),
+            softcap: false,
             activation: Activation::Fused,
             hybrid: None,
             vision: None,

@@ -31,8 +31,8 @@ pub struct Generation {
 ///   (`recurrent::Hybrid::hf_state_bytes_per_sequence`; the fp8 KV option does not apply).
 /// - Prefill working set of one layer over the prompt: the residual, q/k/v/output and, in the MLP, the
 ///   activation, up projection and their product alive together (3·i: without autograd the gate output is
-///   freed as soon as the activation consumes it, HF `LlamaMLP.forward`); eager attention adds the fp32 and
-///   16-bit score matrices; a recurrent layer its own (`recurrent::Hybrid::prefill_bytes_per_token`).
+///   freed as soon as the activation consumes it, HF `LlamaMLP.forward`); eager attention adds the 16-bit score matrix and,
+///   at its softmax, the fp32 copy and the fp32 output; a recurrent layer its own (`recurrent::Hybrid::prefill_bytes_per_token`).
 /// - Only the last position's logits (transformers ≥ 4.45 `logits_to_keep`), upcast to fp32; older releases
 ///   compute and upcast them for every prompt position.
 /// - Weights require grad by default, so autocast over fp32 weights keeps every 16-bit cast for the whole
@@ -76,8 +76,11 @@ pub fn generation(job: &Job, s: &Shapes, gen: &Generate) -> Generation {
     let t = batch * prompt;
     let attn_work = ab * t * (2.0 * h + arch.q_width() + 2.0 * arch.q_width());
     let mlp_work = ab * t * (2.0 * h + 3.0 * i);
+    // At eager attention's softmax (`softmax(scores, dim=-1, dtype=torch.float32)`), ATen converts the
+    // 16-bit scores to fp32 before `_softmax` writes its fp32 output: the scores, their fp32 copy and the
+    // output are alive together (the oracle's prefill peak op on Gemma 2, `aten._softmax.default`).
     let scores_work = if job.attention == AttentionImpl::Eager {
-        (4.0 + ab) * f64::from(arch.heads) * prompt * prompt * batch
+        (ab + 4.0 + 4.0) * f64::from(arch.heads) * prompt * prompt * batch
     } else {
         0.0
     };

@@ -40,9 +40,23 @@ pub fn loss_bytes(job: &Job, s: &Shapes) -> f64 {
     {
         TRL_SIMPO_PER_LOGIT
     } else {
-        loss_bytes_per_logit(job.loss)
+        loss_bytes_per_logit(job.loss) + softcap_bytes_per_logit(job)
     };
     per_logit * s.tokens * preference::logit_share(job) * f64::from(job.arch.vocab) / s.tensor_split
+}
+
+/// Gemma 2 caps its final logits, `cap · tanh(logits / cap)`, in the 16-bit dtype before the loss upcasts
+/// them (`Gemma2ForCausalLM.forward`); `tanh` saves its output for backward, so one more 16-bit copy of the
+/// logits lives until the loss's backward: 2 B per logit (the oracle's Gemma 2 2B jobs at
+/// `LogSoftmaxBackward0`: 0.98 GiB at 2,048 tokens × 256,000). A fused linear + cross-entropy kernel
+/// applies the cap inside its tiles, and litgpt's and torchtune's own model code is not transformers'.
+fn softcap_bytes_per_logit(job: &Job) -> f64 {
+    let full_logits = matches!(job.loss, LossImpl::Fp32Logits | LossImpl::Bf16Logits);
+    if job.arch.softcap && full_logits && !job.stack.runs_own_model_code() {
+        2.0
+    } else {
+        0.0
+    }
 }
 
 /// Bytes per logit of TRL's SimPO (`CPOTrainer` with `loss_type="simpo"` and `cpo_alpha=0`): no NLL term
