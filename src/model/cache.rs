@@ -57,6 +57,16 @@ pub fn generation(job: &Job, s: &Shapes, gen: &Generate) -> Generation {
     } else {
         total
     };
+    // transformers 5's dynamic cache keeps a sliding layer's last `window − 1` positions as a slice of the
+    // prefill's keys and values (`DynamicSlidingWindowLayer.update`), and a slice keeps its whole storage: until
+    // the first decode step replaces it, every layer holds the whole prompt (the oracle's Gemma 3 prefill peak
+    // holds 2,048 positions in every layer, window 512). The moment that needs the most is then the prefill's
+    // or the end of decoding's, whichever cache is larger.
+    let cached = if window > 0.0 && job.versions.transformers >= super::job::Version::new(5, 0) {
+        cached.max(prompt)
+    } else {
+        cached
+    };
     let attention_layers = super::recurrent::layer_shares(arch).0 * f64::from(arch.layers);
     let kv_cache =
         attention_layers * per_token_layer * cached * batch * gen.kv_bytes * s.layer_share
@@ -132,5 +142,28 @@ mod tests {
         assert_eq!(g.kv_cache, 2.0 * 32.0 * 1024.0 * 1024.0 * 2.0);
         assert_eq!(g.recurrent_state, 0.0);
         assert!(g.grows);
+    }
+
+    /// Gemma 3 1B (26 layers, 1 KV head × 256, window 512 on its sliding layers), 4 × (2048 + 16) tokens in
+    /// bf16. On transformers 5 the prefill holds every layer's whole prompt: 2 · 26 · 256 · 2048 · 4 · 2 B
+    /// = 208 MiB. On 4.57 the sliding layers' window-sized cache is smaller.
+    #[test]
+    fn sliding_layers_hold_the_whole_prompt_at_prefill() {
+        let mut job = Job {
+            arch: crate::model::catalog_arch("gemma-3-1b-it"),
+            mode: Mode::Inference,
+            ..Job::default()
+        };
+        job.inference.prompt_tokens = 2048;
+        job.inference.new_tokens = 16;
+        job.inference.batch = 4;
+        let kv = |job: &Job| {
+            let s = Shapes::of(job);
+            let gen = crate::model::preference::hf_generate(job, s.working).unwrap();
+            generation(job, &s, &gen).kv_cache
+        };
+        assert_eq!(kv(&job), 2.0 * 26.0 * 256.0 * 2048.0 * 4.0 * 2.0);
+        job.versions.transformers = crate::model::Version::new(4, 57);
+        assert!(kv(&job) < 0.5 * 2.0 * 26.0 * 256.0 * 2048.0 * 4.0 * 2.0);
     }
 }
