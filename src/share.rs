@@ -58,8 +58,10 @@ pub fn arch_id(a: &Architecture) -> String {
         (false, false) => {}
         (qkv, gate_up) => parts.push(format!("fu:{}{}", u8::from(qkv), u8::from(gate_up))),
     }
-    if a.activation == Activation::GeluNew {
-        parts.push("act:gelu-new".into());
+    match a.activation {
+        Activation::Fused => {}
+        Activation::GeluNew => parts.push("act:gelu-new".into()),
+        Activation::Xielu => parts.push("act:xielu".into()),
     }
     if a.softcap {
         parts.push("sc:1".into());
@@ -147,6 +149,7 @@ pub fn arch_from(s: &str) -> Option<Architecture> {
             "act" => {
                 a.activation = match v {
                     "gelu-new" => Activation::GeluNew,
+                    "xielu" => Activation::Xielu,
                     "fused" => Activation::Fused,
                     _ => return None,
                 }

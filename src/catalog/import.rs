@@ -185,10 +185,13 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
     } else {
         None
     };
+    // Families whose MLP is up → activation → down with no gate: Apertus (`ApertusMLP`, xIELU), Arcee
+    // (`ArceeMLP`, relu²), Nemotron (relu²), StarCoder2, and the GPT-2-like ones.
     let mlp = match r.str("_mlp") {
         Some("plain") => MlpKind::Plain,
         Some("gated") => MlpKind::Gated,
         _ if gpt2_like => MlpKind::Plain,
+        _ if matches!(mt, "apertus" | "arcee" | "nemotron" | "starcoder2") => MlpKind::Plain,
         _ => MlpKind::Gated,
     };
 
@@ -203,6 +206,7 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
             | "internlm2"
             | "internlm"
             | "olmo2"
+            | "olmo3"
             | "phi3"
             | "deepseek_v2"
             | "deepseek_v3"
@@ -267,7 +271,7 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
     };
     let layer_norm = gpt2_like || matches!(mt, "starcoder2");
     let norms_per_layer = match mt {
-        "gemma2" | "gemma3" | "gemma3_text" | "olmo2" => 4,
+        "gemma2" | "gemma3" | "gemma3_text" | "olmo2" | "olmo3" => 4,
         "falcon"
             if r.bool("parallel_attn").unwrap_or(true)
                 && !r.bool("new_decoder_architecture").unwrap_or(false) =>
@@ -281,7 +285,9 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
     let qk_norm = matches!(
         mt,
         "qwen3" | "qwen3_moe" | "gemma3" | "gemma3_text" | "qwen3_vl" | "qwen3_vl_text"
-    ) || (qk_norm_by_flag(mt) && r.bool("use_qk_norm").unwrap_or(false));
+    ) || (qk_norm_by_flag(mt) && r.bool("use_qk_norm").unwrap_or(false))
+        // Apertus: `qk_norm` builds per-head `q_norm`/`k_norm` (`modeling_apertus.py`).
+        || (mt == "apertus" && r.bool("qk_norm").unwrap_or(false));
 
     // Mixture of experts.
     let experts = r
@@ -405,16 +411,18 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
 }
 
 /// The MLP activation named by `hidden_act` / `activation_function`, else the family's config default:
-/// `gelu_new` for `phi` (`PhiConfig`), `gpt2` (`GPT2Config`), `gptj`, `codegen` and `gpt_neo`.
+/// `gelu_new` for `phi` (`PhiConfig`), `gpt2` (`GPT2Config`), `gptj`, `codegen` and `gpt_neo`; `xielu` for
+/// `apertus` (`ApertusConfig`). `relu2` (Arcee, Nemotron) keeps one tensor, as a fused activation does.
 fn activation(model_type: &str, named: Option<&str>) -> Activation {
     let named = named.unwrap_or(match model_type {
         "phi" | "gpt2" | "gptj" | "codegen" | "gpt_neo" => "gelu_new",
+        "apertus" => "xielu",
         _ => "",
     });
-    if named == "gelu_new" {
-        Activation::GeluNew
-    } else {
-        Activation::Fused
+    match named {
+        "gelu_new" => Activation::GeluNew,
+        "xielu" => Activation::Xielu,
+        _ => Activation::Fused,
     }
 }
 

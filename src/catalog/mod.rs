@@ -247,8 +247,9 @@ pub fn normalize_name(s: &str) -> String {
 pub fn find_model(name: &str) -> Option<&'static ModelEntry> {
     let want = normalize_name(name.rsplit('/').next().unwrap_or(name));
     let strip = |mut s: String| {
-        // "…-chat-hf", "…-Instruct": strip such suffixes in any order until none is left.
-        while let Some(t) = ["chat", "instruct", "it", "hf", "base"]
+        // "…-chat-hf", "…-Instruct", "…-Instruct-SFT": strip such suffixes (post-training stages of one
+        // architecture) in any order until none is left.
+        while let Some(t) = ["chat", "instruct", "it", "hf", "base", "sft", "dpo"]
             .iter()
             .find_map(|suffix| s.strip_suffix(suffix))
         {

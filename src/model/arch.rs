@@ -76,6 +76,11 @@ pub enum Activation {
     /// tanh formula in Python ops, whose autograd keeps four input-wide tensors (pow's input, tanh's output,
     /// `0.5·x` and `1 + tanh`).
     GeluNew,
+    /// xIELU (Apertus) as transformers runs it without the CUDA `xielu` package (`activations.py`
+    /// `XIELUActivation._xielu_python`): its `where` over two Python branches keeps the input, three more
+    /// input-wide 16-bit tensors and the 1-byte condition, 9 B per element in bf16 (read with
+    /// `torch.autograd.graph.saved_tensors_hooks` on the activation alone), 4.5 inputs' worth.
+    Xielu,
 }
 
 impl Activation {
@@ -88,6 +93,7 @@ impl Activation {
         match self {
             Activation::Fused => 1.0,
             Activation::GeluNew => 4.0,
+            Activation::Xielu => 4.5,
         }
     }
 }
