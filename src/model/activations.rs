@@ -7,7 +7,7 @@
 //! no dropout. PyTorch saves an op's input for backward only when a gradient must flow to a tensor that
 //! needs it (autograd codegen's `should_compute_output`), so frozen LoRA base weights save less.
 
-use super::arch::{Architecture, MlpKind};
+use super::arch::{Architecture, AttentionKind, MlpKind};
 use super::job::{AttentionImpl, Checkpointing, Job, LossImpl, Mode, Module, Precision};
 use super::peft::Method;
 use super::shapes::Shapes;
@@ -157,6 +157,18 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
     // projection is one module: one input (one autocast copy) and one adapter over the summed output.
     let attn_in = if arch.fused.qkv {
         shared_input(1.0, h) + adapter(Module::Q, h, q + 2.0 * kv)
+    } else if arch.attention == AttentionKind::Mla {
+        // MLA's adapters sit on its own matrices (`Architecture::linear_modules`): q_a and q_b (or q_proj),
+        // kv_a on the hidden state, kv_b on the KV latent.
+        let modules = arch.linear_modules();
+        shared_input(2.0, h)
+            + modules
+                .iter()
+                .filter(|(m, d_in, _)| {
+                    matches!(m, Module::Q | Module::K | Module::V) && *d_in > 0.0
+                })
+                .map(|&(m, d_in, d_out)| adapter(m, d_in, d_out))
+                .sum::<f64>()
     } else {
         shared_input(3.0, h)
             + adapter(Module::Q, h, q)

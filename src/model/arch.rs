@@ -532,9 +532,13 @@ impl Architecture {
         }
     }
 
-    /// Input widths of the seven adaptable linear modules, `(module, d_in, d_out)`, for LoRA counts.
-    /// MoE: the MLP modules are those of the experts a layer holds (every expert is adapted).
-    pub fn linear_modules(&self) -> [(crate::model::job::Module, f64, f64); 7] {
+    /// The adaptable linear modules of a layer, `(module, d_in, d_out)`, for LoRA counts and projections.
+    /// MoE: the MLP modules are those of the experts a layer holds (every expert is adapted). MLA's query and
+    /// KV paths are two matrices each (DeepSeek-V2 `DeepseekV2Attention`, the names PEFT targets): Q is
+    /// `q_a_proj` (h → q_rank) and `q_b_proj` (q_rank → heads·(nope + rope)), or one `q_proj` without a query
+    /// latent; K is `kv_a_proj_with_mqa` (h → kv_rank + rope); V is `kv_b_proj` (kv_rank → heads·(nope + v)).
+    /// The eighth entry is `q_b_proj`; it has no input elsewhere.
+    pub fn linear_modules(&self) -> [(crate::model::job::Module, f64, f64); 8] {
         use crate::model::job::Module;
         let h = f64::from(self.hidden);
         let q = self.q_width();
@@ -580,14 +584,32 @@ impl Architecture {
         } else {
             (h * gate * m, i)
         };
+        let mla = self.mla;
+        let ((q_in, q_out), q_b, (v_in, v_out)) = match self.attention {
+            AttentionKind::Standard => ((h * a, q_out), (0.0, 0.0), (kv_in, kv)),
+            AttentionKind::Mla => {
+                let heads = f64::from(self.heads);
+                let q_rank = f64::from(mla.q_lora_rank);
+                let kv_b = (
+                    f64::from(mla.kv_lora_rank) * a,
+                    heads * f64::from(mla.qk_nope_head_dim + mla.v_head_dim),
+                );
+                if q_rank > 0.0 {
+                    ((h * a, q_rank), (q_rank * a, q), kv_b)
+                } else {
+                    ((h * a, q), (0.0, 0.0), kv_b)
+                }
+            }
+        };
         [
-            (Module::Q, h * a, q_out),
+            (Module::Q, q_in, q_out),
             (Module::K, kv_in, kv),
-            (Module::V, kv_in, kv),
+            (Module::V, v_in, v_out),
             (Module::O, o_in * a, h),
             (Module::Gate, gate_in, i),
             (Module::Up, h * copies * m, up_out),
             (Module::Down, i * copies * m, h),
+            (Module::Q, q_b.0, q_b.1),
         ]
     }
 
