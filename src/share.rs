@@ -27,7 +27,7 @@ pub use crate::settings::{enum_from, enum_id};
 use crate::settings::{number, SETTINGS};
 
 /// A custom architecture as `key:value` pairs, e.g. `l:32,h:4096,a:32,k:8,d:128,i:14336,v:128256,t:0,mlp:g`,
-/// plus `fu:QG` (fused QKV, fused gate/up as 0/1), `act:gelu-new`, `sc:1` (soft-capping), `moe:E/active/width/shared/dense` (then
+/// plus `fu:QG` (fused QKV, fused gate/up as 0/1), `act:gelu-new`, `sc:1` (soft-capping), `cm:1` (a causal mask always built), `moe:E/active/width/shared/dense` (then
 /// `mx:v4|no`, how PEFT reaches the experts) and `mla:q_rank/kv_rank/nope/rope/v` when present, and a hybrid
 /// stack as `hy:` ([`crate::model::Hybrid::link_id`]; links without it decode as plain transformers).
 pub fn arch_id(a: &Architecture) -> String {
@@ -65,6 +65,9 @@ pub fn arch_id(a: &Architecture) -> String {
     }
     if a.softcap {
         parts.push("sc:1".into());
+    }
+    if a.causal_mask_always {
+        parts.push("cm:1".into());
     }
     if a.sliding_window > 0 {
         parts.push(format!("sw:{}", a.sliding_window));
@@ -146,6 +149,7 @@ pub fn arch_from(s: &str) -> Option<Architecture> {
                 a.fused = Fused { qkv, gate_up };
             }
             "sc" => a.softcap = number(v, 0, 1)? == 1,
+            "cm" => a.causal_mask_always = number(v, 0, 1)? == 1,
             "act" => {
                 a.activation = match v {
                     "gelu-new" => Activation::GeluNew,

@@ -178,11 +178,6 @@ const KNOWN_GAPS: &[(&str, &str)] = &[
     // Families added with the reduced job set (`ADDED` in scripts/golden-grid.py). Bytes per token and layer
     // are the oracle's saved tensors of one middle layer (forward under saved-tensor hooks) beside
     // `activations::layer_bytes_per_token` (`breakdowns_beside_the_oracle` prints both sides).
-    ("falcon-7b/lora-r16-all-nockpt", "-11.0%: Falcon always materializes the causal mask \
-      (create_causal_mask(allow_is_causal_skip=False), for ALiBi) and passes its single KV head unexpanded, so \
-      SDPA can take neither flash (mask) nor efficient (heads differ) and runs the math path with an fp32 \
-      upcast: it saves the fp32 probabilities [1, 71, 512, 512] (145,408 B/token/layer) and an fp32 q (18,176 \
-      B) where vramfit counts flash's bf16 q, k, v, out (18,432 B): 2.22 GiB missing at 32 x 512"),
     ("glm-4.5-air/lora-r16-all", "now -6.8% / -1.3% (were -22% / -36%) with the merged copy modelled. PEFT's transformers-v5 MoE table maps glm4_moe onto the \
       qwen2_moe pattern, so `all-linear` becomes LoRA on the 3-D expert parameters (gate_up_proj, down_proj) \
       and the router weight; the experts then run grouped_mm on the merged W + BA, which autograd saves: a \

@@ -376,6 +376,8 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
         layer_norm,
         qk_norm,
         fused: fused_projections(mt),
+        // `models/falcon/modeling_falcon.py` (transformers 5).
+        causal_mask_always: mt == "falcon",
         // `Gemma2Config` defaults both caps on (30.0 and 50.0); a config may switch them off with null.
         softcap: match obj.get("final_logit_softcapping") {
             Some(v) => v.as_f64().is_some_and(|c| c > 0.0),

@@ -204,6 +204,8 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
     // heads is a copy. The oracle's saved tensors show it on GPT-NeoX and Phi-3 (`tests/golden_grid.rs`).
     let v_keeps_fused_output = arch.fused.qkv
         && arch.learned_positions == 0
+        // The math path saves fp32 copies, not the views.
+        && !sdpa_math_path(arch, job)
         && (arch.kv_heads == arch.heads
             || (job.attention != AttentionImpl::Eager
                 && !(job.attention == AttentionImpl::Sdpa && repeated)));
@@ -216,6 +218,9 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
         + fused_base
         + adapter(Module::O, q, h)
         + match job.attention {
+            // SDPA's math path upcasts q, k and v to fp32 and saves them (its probabilities are in
+            // `eager_scores_per_token`).
+            AttentionImpl::Sdpa if sdpa_math_path(arch, job) => 4.0 * (q + 2.0 * kv),
             AttentionImpl::Flash2 => ab * (2.0 * q + 2.0 * kv),
             AttentionImpl::Sdpa if !repeated => ab * (2.0 * q + 2.0 * kv),
             // The expanded K/V are what SDPA saves; the output goes through `.contiguous()` after a
@@ -497,11 +502,26 @@ pub fn layer_backward_bytes_per_token(arch: &Architecture, job: &Job) -> LayerBy
     }
 }
 
+/// Whether SDPA runs its math path: a materialized mask rules out the flash kernel and K/V at fewer heads
+/// than Q rule out the memory-efficient one (ATen `sdp_utils.cpp`: flash takes no mask, efficient no GQA),
+/// which is how Falcon calls it on transformers 5 ([`Architecture::causal_mask_always`]). The math path
+/// computes in fp32 and saves the fp32 probabilities, `4 · heads · s` bytes per token and layer (the
+/// oracle's Falcon 7B jobs: `[1, 71, 512, 512]` fp32 in every layer).
+fn sdpa_math_path(arch: &Architecture, job: &Job) -> bool {
+    job.attention == AttentionImpl::Sdpa
+        && arch.causal_mask_always
+        && arch.kv_heads != arch.heads
+        && job.versions.transformers >= super::job::Version::new(5, 0)
+}
+
 /// Eager attention keeps, per token and layer, the fp32 softmax output and its 16-bit copy (HF
 /// `eager_attention_forward`: `softmax(..., dtype=float32).to(query.dtype)`): `(4 + ab) · heads · s` bytes,
 /// averaged over a hybrid stack's layers (only its attention layers have scores). Gemma 2's soft-capped
 /// scores keep tanh's output too (`attn_weights = tanh(attn_weights / cap) · cap`), one more `ab`.
 pub fn eager_scores_per_token(arch: &Architecture, job: &Job, seq: f64) -> f64 {
+    if sdpa_math_path(arch, job) {
+        return 4.0 * f64::from(arch.heads) * seq * super::recurrent::layer_shares(arch).0;
+    }
     if job.attention == AttentionImpl::Eager {
         let softcap = if arch.softcap { act_bytes(job) } else { 0.0 };
         (4.0 + act_bytes(job) + softcap)

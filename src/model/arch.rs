@@ -222,6 +222,11 @@ pub struct Architecture {
     /// (`models/gemma2/modeling_gemma2.py`). Absent from older JSON and links: none.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub softcap: bool,
+    /// The model always builds its causal mask as a tensor and passes it to SDPA, even unpadded (Falcon on
+    /// transformers ≥ 5: `create_causal_mask(..., allow_is_causal_skip=False)`, for ALiBi), with K/V at their
+    /// own head count. Absent from older JSON and links: no.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub causal_mask_always: bool,
     /// The MLP activation's saved tensors ([`Activation`]). Absent from older JSON and links: fused.
     #[serde(default, skip_serializing_if = "Activation::is_fused")]
     pub activation: Activation,
@@ -262,6 +267,7 @@ impl Default for Architecture {
             qk_norm: false,
             fused: Fused::default(),
             softcap: false,
+            causal_mask_always: false,
             activation: Activation::Fused,
             hybrid: None,
             vision: None,

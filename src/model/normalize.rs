@@ -29,11 +29,12 @@ pub fn normalize(job: &Job) -> (Job, Vec<Warning>) {
     if job.stack.unties_embeddings() {
         job.arch.tied_embeddings = false;
     }
-    // A stack with model code of its own has none of transformers' fused projections or Python activations
-    // (`Stack::runs_own_model_code`).
+    // A stack with model code of its own has none of transformers' fused projections, Python activations or
+    // materialized causal masks (`Stack::runs_own_model_code`; litgpt calls SDPA with `is_causal`).
     if job.stack.runs_own_model_code() {
         job.arch.fused = Default::default();
         job.arch.activation = Default::default();
+        job.arch.causal_mask_always = false;
     }
     // A model with learned absolute positions (GPT-2, GPT-BigCode, OPT) cannot look past its position table:
     // `wpe` has `n_positions` rows, so longer inputs fail unless the tokenizer truncates them to
