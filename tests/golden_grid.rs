@@ -173,8 +173,6 @@ const KNOWN_GAPS: &[(&str, &str)] = &[
     ("deepseek-v2-lite/lora-", "as Qwen3-MoE (without checkpointing -41.6% before the merged copy, -1.6% now)"),
     ("gpt2/", "GPT-2's LayerNorm, Conv1D and GELU saved tensors are not yet read from the oracle; its jobs \
       past 1,024 tokens ran beyond the position table on fake tensors, where vramfit cuts to 1,024"),
-    ("/lora-mixed-ckpt", "autocast over fp32 weights with checkpointing: the recomputed layer's weight casts \
-      and fp32 residual gradients are counted approximately"),
     // Families added with the reduced job set (`ADDED` in scripts/golden-grid.py). Bytes per token and layer
     // are the oracle's saved tensors of one middle layer (forward under saved-tensor hooks) beside
     // `activations::layer_bytes_per_token` (`breakdowns_beside_the_oracle` prints both sides).

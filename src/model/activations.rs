@@ -438,6 +438,29 @@ pub fn final_norm_bytes_per_token(arch: &Architecture, job: &Job) -> f64 {
         + if head_trained { ab * h } else { 0.0 }
 }
 
+/// Autocast over fp32 weights casts the LM head's weight to 16-bit for its matmul, and the matmul saves that
+/// cast for the input's gradient, so it lives from the forward to the head's backward, right after the
+/// loss's: `2 · V · h` bytes at the loss's backward (the oracle's Llama 3.2 1B mixed-precision LoRA job holds
+/// its 0.49 GiB tied-head cast at `LogSoftmaxBackward0`). A frozen head's cast is not in autocast's cache,
+/// so the decoder layers' casts ([`super::temporaries::backward_temporaries`]) leave it out; a full fine-tune
+/// caches every cast, the head's among them. A fused linear + cross-entropy kernel reads the weight in tiles.
+fn autocast_head_cast(job: &Job, s: &super::shapes::Shapes) -> f64 {
+    let head = if s.params.lm_head > 0.0 {
+        s.params.lm_head
+    } else {
+        s.params.embedding
+    };
+    if s.autocast_fp32
+        && job.mode != Mode::Full
+        && job.loss != LossImpl::Fused
+        && job.objective.has_vocab_logits()
+    {
+        2.0 * head / s.tensor_split
+    } else {
+        0.0
+    }
+}
+
 /// Whether PEFT's trainable tokens run through a tied LM head: the model ties `lm_head` to the embedding, so
 /// PEFT wraps it in a `TrainableTokensLayer` tied to the embedding's (`trainable_tokens/model.py`
 /// `inject_adapter`), whose forward is `F.linear(x, W)` on the merged weight. A fused linear + cross-entropy
@@ -610,6 +633,7 @@ pub fn backward_peak(job: &Job, s: &Shapes, loss: f64) -> BackwardPeak {
     let layer_work = layer_backward_bytes_per_token(arch, job).per_rank(tp) * tokens;
     // Trainable tokens on a tied head: its saved merged weight, and the head's backward after the loss's.
     let (head_saved, head_backward) = tied_token_head(job, s);
+    let head_saved = head_saved + autocast_head_cast(job, s);
     let loss = loss.max(head_backward);
     let loss_phase = saved_acts + saved_scores + final_norm + head_saved + loss;
     let layer_phase = saved_acts + saved_scores + recomputed_acts + recomputed_scores + layer_work;
