@@ -165,12 +165,10 @@ fn modules_named(name: &str) -> Vec<Module> {
 /// Grid jobs the model does not yet reproduce within 3%, each with the mechanism the oracle shows. A job
 /// outside this list that misses by more than 3% fails the test; one on it is still reported.
 const KNOWN_GAPS: &[(&str, &str)] = &[
-    ("qwen3-30b-a3b/lora-", "PEFT adapts the 3-D expert parameters (`all-linear`) through their merged W + BA \
-      (modelled: `activations::merged_expert_bytes`, which brought the job without checkpointing from -42.8% to \
-      -3.2%); left: with checkpointing the recomputed layer holds about one more part of an expert-weight copy \
-      at GroupedMmBackward0 (-3.8%), and at rank 64 the parameter wrapper's own tensors (-8.7%)"),
-    ("mixtral-8x7b-v0.1/lora-", "as Qwen3-MoE (without checkpointing -46.7% before the merged copy, -1.5% now)"),
-    ("deepseek-v2-lite/lora-", "as Qwen3-MoE (without checkpointing -41.6% before the merged copy, -1.6% now)"),
+    ("qwen3-30b-a3b/lora-r16-all-nockpt", "-1.8%: within tolerance since PEFT's parameter-wrapper counts (gate_up \
+      wrapped once per name, the router) are followed; kept as the reference of the MoE entries below"),
+    ("mixtral-8x7b-v0.1/lora-", "as Qwen3-MoE (without checkpointing -46.7% before the merged copy; -0.8…-2.1% now)"),
+    ("deepseek-v2-lite/lora-", "as Qwen3-MoE (without checkpointing -41.6% before the merged copy; -0.1…-2.2% now)"),
     ("gpt2/", "GPT-2's LayerNorm, Conv1D and GELU saved tensors are not yet read from the oracle; its jobs \
       past 1,024 tokens ran beyond the position table on fake tensors, where vramfit cuts to 1,024"),
     // Families added with the reduced job set (`ADDED` in scripts/golden-grid.py). Bytes per token and layer
@@ -285,26 +283,33 @@ fn parameter_counts_match_the_built_models() {
 /// adapter, MLA's query and KV paths two matrices each, and MoE experts are adapted only where PEFT reaches
 /// them. The jobs this skips differ for a reason the model does not yet follow, said by [`trainable_gap`].
 fn trainable_gap(job: &Job) -> Option<&'static str> {
+    match (&job.arch.moe, job.mode) {
+        (Some(moe), Mode::Freeze) if moe.dense_layers > 0 => Some(
+            "freeze trains the last layers, which are MoE layers; vramfit counts the average layer",
+        ),
+        _ => None,
+    }
+}
+
+/// The tolerance on trainable parameters: exact (rounding) except LoRA on transformers 5's 3-D experts,
+/// where the parameter wrapper's counts are followed (gate_up wrapped once per name, the router) but a
+/// family's router may be a bare parameter PEFT does not reach (DeepSeek's `MoEGate`): within 2%.
+fn trainable_tolerance(job: &Job) -> f64 {
     let experts_targeted = job
         .lora
         .targets
         .iter()
         .any(|m| matches!(m, Module::Gate | Module::Up | Module::Down));
-    match (&job.arch.moe, job.mode) {
-        (Some(moe), Mode::Lora | Mode::Qlora)
-            if experts_targeted && moe.experts_adapted(job.versions.transformers) =>
+    match &job.arch.moe {
+        Some(moe)
+            if experts_targeted
+                && matches!(job.mode, Mode::Lora | Mode::Qlora)
+                && moe.experts_adapted(job.versions.transformers) =>
         {
-            return Some(
-                "transformers 5 MoE: PEFT's parameter wrapper shapes LoRA on the 3-D experts otherwise than \
-                 per-expert linears (KNOWN_GAPS)",
-            )
+            0.02
         }
-        (Some(moe), Mode::Freeze) if moe.dense_layers > 0 => {
-            return Some("freeze trains the last layers, which are MoE layers; vramfit counts the average layer")
-        }
-        _ => {}
+        _ => 2e-3,
     }
-    None
 }
 
 #[test]
@@ -322,7 +327,7 @@ fn trainable_parameters_match_the_built_models() {
             continue;
         }
         let (ours, _) = vramfit::model::adapters::trainable(&job, &job.arch.params());
-        if (ours - trainable).abs() > 2e-3 * trainable.max(1.0) {
+        if (ours - trainable).abs() > trainable_tolerance(&job) * trainable.max(1.0) {
             misses.push(format!(
                 "{id}: vramfit trains {ours:.0} parameters, PEFT built {trainable:.0} ({:+.1}%)",
                 (ours - trainable) / trainable * 100.0

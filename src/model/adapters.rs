@@ -1,5 +1,6 @@
 //! Adapters: how many parameters a job trains, how many of them are adapters, and the adapters' bytes.
 
+use super::arch::MlpKind;
 use super::arch::ParamCounts;
 use super::job::{Job, Mode, Module};
 use super::peft;
@@ -28,6 +29,7 @@ pub fn trainable(job: &Job, p: &ParamCounts) -> (f64, f64) {
             // A hybrid stack's widths carry the share of layers holding each block (`linear_modules`):
             // a LoRA pair is `r·(d_in + d_out)`, so the share scales the whole pair, not its input alone.
             let (attention_share, mlp_share, _) = super::recurrent::layer_shares(&job.arch);
+            let merged = super::activations::merged_expert_lora(job, &job.arch);
             for (m, d_in, d_out) in job.arch.linear_modules() {
                 if !method.adapts_modules() || !job.arch.adapts(m, &job.lora.targets) || d_in <= 0.0
                 {
@@ -55,7 +57,29 @@ pub fn trainable(job: &Job, p: &ParamCounts) -> (f64, f64) {
                 match job.arch.moe.filter(|_| copies > 1.0) {
                     Some(moe) => {
                         let per_copy_in = d_in / copies;
+                        // Leading dense layers (DeepSeek `first_k_dense_replace`) hold one MLP of
+                        // `intermediate` width instead of experts.
+                        let layers = f64::from(job.arch.layers.max(1));
+                        let dense = f64::from(moe.dense_layers.min(job.arch.layers)) / layers;
+                        if dense > 0.0 {
+                            let di = f64::from(job.arch.intermediate);
+                            adapters += share
+                                * dense
+                                * if m == Module::Down {
+                                    one(di, d_out)
+                                } else {
+                                    one(per_copy_in, di)
+                                };
+                        }
+                        let share = share * (1.0 - dense);
                         if moe.experts_adapted(job.versions.transformers) {
+                            // Through PEFT's parameter wrapper (transformers 5's 3-D experts,
+                            // `merged_expert_lora`), gate and up are one `gate_up_proj` of `2·I` outputs,
+                            // wrapped once for each of the two names that reach it.
+                            let fused_gate_up = merged
+                                && job.arch.mlp == MlpKind::Gated
+                                && matches!(m, Module::Gate | Module::Up);
+                            let d_out = if fused_gate_up { 2.0 * d_out } else { d_out };
                             adapters += share * f64::from(moe.experts) * one(per_copy_in, d_out);
                         }
                         if moe.shared_intermediate > 0 {
@@ -70,6 +94,25 @@ pub fn trainable(job: &Job, p: &ParamCounts) -> (f64, f64) {
                     }
                     None => adapters += share * one(d_in, d_out),
                 }
+            }
+            // The router (`mlp.gate`, h → E) is a linear layer `all-linear` reaches; PEFT's MoE table targets
+            // it beside the wrapped experts.
+            if let Some(moe) = job
+                .arch
+                .moe
+                .filter(|_| merged && job.lora.targets.contains(&Module::Gate))
+            {
+                let layers = f64::from(job.arch.layers.max(1));
+                let sparse = 1.0 - f64::from(moe.dense_layers.min(job.arch.layers)) / layers;
+                adapters += mlp_share
+                    * sparse
+                    * peft::module_params(
+                        method,
+                        job.lora.rank,
+                        f64::from(job.arch.hidden),
+                        f64::from(moe.experts),
+                        true,
+                    );
             }
             // Qwen2-MoE's `shared_expert_gate` (h → 1) is a linear layer `all-linear` reaches.
             if job.arch.shared_expert_gate()
