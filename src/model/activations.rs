@@ -153,28 +153,21 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
     };
     let norms = norm * f64::from(arch.norms_per_layer.clamp(1, 4));
 
-    // Attention block: the projections' h-wide inputs are whole on every rank; heads are split. A fused
-    // projection is one module: one input (one autocast copy) and one adapter over the summed output.
-    let attn_in = if arch.fused.qkv {
-        shared_input(1.0, h) + adapter(Module::Q, h, q + 2.0 * kv)
-    } else if arch.attention == AttentionKind::Mla {
-        // MLA's adapters sit on its own matrices (`Architecture::linear_modules`): q_a and q_b (or q_proj),
-        // kv_a on the hidden state, kv_b on the KV latent.
-        let modules = arch.linear_modules();
-        shared_input(2.0, h)
-            + modules
-                .iter()
-                .filter(|(m, d_in, _)| {
-                    matches!(m, Module::Q | Module::K | Module::V) && *d_in > 0.0
-                })
-                .map(|&(m, d_in, d_out)| adapter(m, d_in, d_out))
-                .sum::<f64>()
-    } else {
-        shared_input(3.0, h)
-            + adapter(Module::Q, h, q)
-            + adapter(Module::K, h, kv)
-            + adapter(Module::V, h, kv)
+    // Attention block: the projections' h-wide inputs are whole on every rank; heads are split. Each
+    // projection keeps its adapter's inputs (`Architecture::attention_projections`); the hidden state feeds
+    // three of them, one fused q/k/v (one autocast copy), or MLA's q_a and kv_a (q_b and kv_b read latents).
+    let projections = arch.attention_projections();
+    let reading_h = match arch.attention {
+        AttentionKind::Mla => 2.0,
+        AttentionKind::Standard if arch.fused.qkv => 1.0,
+        AttentionKind::Standard => 3.0,
     };
+    let attn_in = shared_input(reading_h, h)
+        + projections
+            .iter()
+            .filter(|(_, d_in, _)| *d_in > 0.0)
+            .map(|&(m, d_in, d_out)| adapter(m, d_in, d_out))
+            .sum::<f64>();
     // A padding mask (variable-length batches) or prefix tuning's prefix sends SDPA to the masked
     // (memory-efficient) kernel. When the key length is not a multiple of 16, that kernel's bias must be padded
     // for alignment, and the padded copy is materialized for every head and saved for backward:

@@ -538,24 +538,72 @@ impl Architecture {
         }
     }
 
-    /// The adaptable linear modules of a layer, `(module, d_in, d_out)`, for LoRA counts and projections.
-    /// MoE: the MLP modules are those of the experts a layer holds (every expert is adapted). MLA's query and
-    /// KV paths are two matrices each (DeepSeek-V2 `DeepseekV2Attention`, the names PEFT targets): Q is
-    /// `q_a_proj` (h → q_rank) and `q_b_proj` (q_rank → heads·(nope + rope)), or one `q_proj` without a query
+    /// The attention block's input projections of one layer that holds attention, `(module, d_in, d_out)`
+    /// (no hybrid share): q, k and v, one module whose entry is Q's under [`Fused::qkv`] (the others then
+    /// have no input); Qwen3-Next's gated attention doubles q's output (queries and their gate). MLA's query
+    /// and KV paths are two matrices each (DeepSeek-V2 `DeepseekV2Attention`, the names PEFT targets): Q is
+    /// `q_a_proj` (h → q_rank) then `q_b_proj` (q_rank → heads·(nope + rope)), or one `q_proj` without a query
     /// latent; K is `kv_a_proj_with_mqa` (h → kv_rank + rope); V is `kv_b_proj` (kv_rank → heads·(nope + v)).
-    /// The eighth entry is `q_b_proj`; it has no input elsewhere.
-    pub fn linear_modules(&self) -> [(crate::model::job::Module, f64, f64); 8] {
+    /// The fourth entry is `q_b_proj`, zero-width elsewhere.
+    pub fn attention_projections(&self) -> [(crate::model::job::Module, f64, f64); 4] {
         use crate::model::job::Module;
         let h = f64::from(self.hidden);
         let q = self.q_width();
-        let kv = match self.attention {
-            AttentionKind::Standard => self.kv_width(),
-            AttentionKind::Mla => {
-                f64::from(self.mla.kv_lora_rank) + f64::from(self.mla.qk_rope_head_dim)
+        match self.attention {
+            AttentionKind::Standard => {
+                let kv = self.kv_width();
+                let q_out = if self.stack().is_some_and(|hy| hy.gated_attention) {
+                    2.0 * q
+                } else {
+                    q
+                };
+                if self.fused.qkv {
+                    [
+                        (Module::Q, h, q_out + 2.0 * kv),
+                        (Module::K, 0.0, kv),
+                        (Module::V, 0.0, kv),
+                        (Module::Q, 0.0, 0.0),
+                    ]
+                } else {
+                    [
+                        (Module::Q, h, q_out),
+                        (Module::K, h, kv),
+                        (Module::V, h, kv),
+                        (Module::Q, 0.0, 0.0),
+                    ]
+                }
             }
-        };
+            AttentionKind::Mla => {
+                let mla = self.mla;
+                let q_rank = f64::from(mla.q_lora_rank);
+                let kv_a = (
+                    Module::K,
+                    h,
+                    f64::from(mla.kv_lora_rank) + f64::from(mla.qk_rope_head_dim),
+                );
+                let kv_b = (
+                    Module::V,
+                    f64::from(mla.kv_lora_rank),
+                    f64::from(self.heads) * f64::from(mla.qk_nope_head_dim + mla.v_head_dim),
+                );
+                if q_rank > 0.0 {
+                    [(Module::Q, h, q_rank), kv_a, kv_b, (Module::Q, q_rank, q)]
+                } else {
+                    [(Module::Q, h, q), kv_a, kv_b, (Module::Q, 0.0, 0.0)]
+                }
+            }
+        }
+    }
+
+    /// The adaptable linear modules of a layer, `(module, d_in, d_out)`, for LoRA counts and projections:
+    /// the attention projections ([`Architecture::attention_projections`], the last entry MLA's `q_b_proj`),
+    /// o, and the MLP's gate, up and down. MoE: the MLP modules are those of the experts a layer holds
+    /// (every expert is adapted). A fused gate/up ([`Fused::gate_up`]) is Up's entry with both outputs.
+    pub fn linear_modules(&self) -> [(crate::model::job::Module, f64, f64); 8] {
+        use crate::model::job::Module;
+        let h = f64::from(self.hidden);
         let o_in = match self.attention {
-            AttentionKind::Standard => q,
+            AttentionKind::Standard => self.q_width(),
             AttentionKind::Mla => f64::from(self.heads) * f64::from(self.mla.v_head_dim),
         };
         let (i, copies) = match self.moe {
@@ -573,49 +621,23 @@ impl Architecture {
         // Hybrid stacks: the widths are averages over the layers, each module weighted by the share of layers
         // that hold it (`module_share`, the same factor `expert_copies` carries).
         let (a, m, _) = super::recurrent::layer_shares(self);
-        let q_out = if self.stack().is_some_and(|hy| hy.gated_attention) {
-            2.0 * q
-        } else {
-            q
-        };
-        // A fused projection is one module: its entry is Q's (or Up's) with the summed output, and the
-        // modules it stands for have no input of their own.
-        let (q_out, kv_in) = if self.fused.qkv {
-            (q_out + 2.0 * kv, 0.0)
-        } else {
-            (q_out, h * a)
-        };
         let (gate_in, up_out) = if self.fused.gate_up && self.mlp == MlpKind::Gated {
             (0.0, 2.0 * i)
         } else {
             (h * gate * m, i)
         };
-        let mla = self.mla;
-        let ((q_in, q_out), q_b, (v_in, v_out)) = match self.attention {
-            AttentionKind::Standard => ((h * a, q_out), (0.0, 0.0), (kv_in, kv)),
-            AttentionKind::Mla => {
-                let heads = f64::from(self.heads);
-                let q_rank = f64::from(mla.q_lora_rank);
-                let kv_b = (
-                    f64::from(mla.kv_lora_rank) * a,
-                    heads * f64::from(mla.qk_nope_head_dim + mla.v_head_dim),
-                );
-                if q_rank > 0.0 {
-                    ((h * a, q_rank), (q_rank * a, q), kv_b)
-                } else {
-                    ((h * a, q), (0.0, 0.0), kv_b)
-                }
-            }
-        };
+        let [q, k, v, q_b] = self
+            .attention_projections()
+            .map(|(m, d_in, d_out)| (m, d_in * a, d_out));
         [
-            (Module::Q, q_in, q_out),
-            (Module::K, kv_in, kv),
-            (Module::V, v_in, v_out),
+            q,
+            k,
+            v,
             (Module::O, o_in * a, h),
             (Module::Gate, gate_in, i),
             (Module::Up, h * copies * m, up_out),
             (Module::Down, i * copies * m, h),
-            (Module::Q, q_b.0, q_b.1),
+            q_b,
         ]
     }
 
