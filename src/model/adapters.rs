@@ -30,6 +30,11 @@ pub fn trainable(job: &Job, p: &ParamCounts) -> (f64, f64) {
             // a LoRA pair is `r·(d_in + d_out)`, so the share scales the whole pair, not its input alone.
             let (attention_share, mlp_share, _) = super::recurrent::layer_shares(&job.arch);
             let merged = super::activations::merged_expert_lora(job, &job.arch);
+            // Leading dense layers (DeepSeek `first_k_dense_replace`) hold one MLP of `intermediate` width
+            // instead of experts.
+            let dense_share = job.arch.moe.map_or(0.0, |moe| {
+                f64::from(moe.dense_layers.min(job.arch.layers)) / f64::from(job.arch.layers.max(1))
+            });
             for (m, d_in, d_out) in job.arch.linear_modules() {
                 if !method.adapts_modules() || !job.arch.adapts(m, &job.lora.targets) || d_in <= 0.0
                 {
@@ -57,21 +62,17 @@ pub fn trainable(job: &Job, p: &ParamCounts) -> (f64, f64) {
                 match job.arch.moe.filter(|_| copies > 1.0) {
                     Some(moe) => {
                         let per_copy_in = d_in / copies;
-                        // Leading dense layers (DeepSeek `first_k_dense_replace`) hold one MLP of
-                        // `intermediate` width instead of experts.
-                        let layers = f64::from(job.arch.layers.max(1));
-                        let dense = f64::from(moe.dense_layers.min(job.arch.layers)) / layers;
-                        if dense > 0.0 {
+                        if dense_share > 0.0 {
                             let di = f64::from(job.arch.intermediate);
                             adapters += share
-                                * dense
+                                * dense_share
                                 * if m == Module::Down {
                                     one(di, d_out)
                                 } else {
                                     one(per_copy_in, di)
                                 };
                         }
-                        let share = share * (1.0 - dense);
+                        let share = share * (1.0 - dense_share);
                         if moe.experts_adapted(job.versions.transformers) {
                             // Through PEFT's parameter wrapper (transformers 5's 3-D experts,
                             // `merged_expert_lora`), gate and up are one `gate_up_proj` of `2·I` outputs,
@@ -95,38 +96,26 @@ pub fn trainable(job: &Job, p: &ParamCounts) -> (f64, f64) {
                     None => adapters += share * one(d_in, d_out),
                 }
             }
-            // The router (`mlp.gate`, h → E) is a linear layer `all-linear` reaches; PEFT's MoE table targets
-            // it beside the wrapped experts.
-            if let Some(moe) = job
-                .arch
-                .moe
-                .filter(|_| merged && job.lora.targets.contains(&Module::Gate))
-            {
-                let layers = f64::from(job.arch.layers.max(1));
-                let sparse = 1.0 - f64::from(moe.dense_layers.min(job.arch.layers)) / layers;
-                adapters += mlp_share
-                    * sparse
+            // Two small linears of an MoE layer that `all-linear` reaches, each `h → width`: the router
+            // (`mlp.gate`, h → E), which PEFT's MoE table targets beside the wrapped experts, and Qwen2-MoE's
+            // `shared_expert_gate` (h → 1).
+            let gate_targeted = method.adapts_modules() && job.lora.targets.contains(&Module::Gate);
+            let moe_linear = |width: f64| {
+                mlp_share
+                    * (1.0 - dense_share)
                     * peft::module_params(
                         method,
                         job.lora.rank,
                         f64::from(job.arch.hidden),
-                        f64::from(moe.experts),
+                        width,
                         true,
-                    );
+                    )
+            };
+            if let Some(moe) = job.arch.moe.filter(|_| merged && gate_targeted) {
+                adapters += moe_linear(f64::from(moe.experts));
             }
-            // Qwen2-MoE's `shared_expert_gate` (h → 1) is a linear layer `all-linear` reaches.
-            if job.arch.shared_expert_gate()
-                && method.adapts_modules()
-                && job.lora.targets.contains(&Module::Gate)
-            {
-                adapters += mlp_share
-                    * peft::module_params(
-                        method,
-                        job.lora.rank,
-                        f64::from(job.arch.hidden),
-                        1.0,
-                        true,
-                    );
+            if job.arch.shared_expert_gate() && gate_targeted {
+                adapters += moe_linear(1.0);
             }
             adapters *= layers;
             adapters += peft::prompt_params(job, &job.arch);
