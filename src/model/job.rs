@@ -395,6 +395,27 @@ impl Default for Versions {
 }
 
 impl Versions {
+    /// PyTorch releases worth choosing between: today's and one on each side of each release where a term
+    /// changes (≤ 2.1 FSDP1 frozen weights, 2.5 SDPA's `enable_gqa`), newest first.
+    pub const TORCH_CHOICES: [Version; 5] = [
+        Version::new(2, 5),
+        Version::new(2, 4),
+        Version::new(2, 2),
+        Version::new(2, 1),
+        Version::new(2, 0),
+    ];
+    /// transformers releases worth choosing between: one on each side of 4.45 (`logits_to_keep`), 4.48
+    /// (GQA-shaped SDPA) and 5.0 (fused MoE experts, a frozen tower's recorded forward, the sliding cache's
+    /// slice), newest first.
+    pub const TRANSFORMERS_CHOICES: [Version; 6] = [
+        Version::new(5, 0),
+        Version::new(4, 57),
+        Version::new(4, 48),
+        Version::new(4, 47),
+        Version::new(4, 45),
+        Version::new(4, 44),
+    ];
+
     /// Whether SDPA receives K/V expanded to every query head (`repeat_kv`) rather than GQA-shaped. A padding
     /// mask (variable-length batches) also forces the expansion.
     pub fn sdpa_repeats_kv(&self, padded: bool) -> bool {
@@ -517,5 +538,34 @@ impl Job {
         u64::from(self.micro_batch)
             .saturating_mul(u64::from(self.grad_accum.max(1)))
             .saturating_mul(u64::from(replicas))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The releases the page offers fall on both sides of every change the model knows.
+    #[test]
+    fn the_choices_straddle_every_change() {
+        let today = Versions::default();
+        let tf: Vec<Versions> = Versions::TRANSFORMERS_CHOICES
+            .iter()
+            .map(|&transformers| Versions {
+                transformers,
+                ..today
+            })
+            .collect();
+        let both =
+            |f: &dyn Fn(&Versions) -> bool, vs: &[Versions]| vs.iter().any(f) && !vs.iter().all(f);
+        assert!(both(&|v| v.prefill_logits_all_positions(), &tf));
+        assert!(both(&|v| v.sdpa_repeats_kv(false), &tf));
+        assert!(both(&|v| v.transformers >= Version::new(5, 0), &tf));
+        let torch: Vec<Versions> = Versions::TORCH_CHOICES
+            .iter()
+            .map(|&torch| Versions { torch, ..today })
+            .collect();
+        assert!(both(&|v| v.sdpa_repeats_kv(false), &torch));
+        assert!(both(&|v| v.torch <= Version::new(2, 1), &torch));
     }
 }

@@ -195,8 +195,8 @@ pub fn Inputs(props: &InputsProps) -> Html {
     }
 }
 
-/// The releases offered for a library: one on each side of every version that changes a term
-/// ([`crate::model::Versions`]), today's first, plus the form's own when it is none of them (an import).
+/// The releases offered for a library: today's, the model's choices ([`Versions::TORCH_CHOICES`],
+/// [`Versions::TRANSFORMERS_CHOICES`]) and the form's own when it is none of them (an import), newest first.
 fn version_options(
     t: &Text,
     today: Version,
@@ -226,16 +226,15 @@ fn version_options(
 fn version_inputs(props: &InputsProps, t: &'static Text) -> Html {
     let form = &props.form;
     let today = Versions::default();
-    let v = Version::new;
     html! {
         <div class="row">
             <SelectField id="torch" label={t.torch_version} tip={t.torch_version_tip}
                 value={AttrValue::from(String::from(form.torch_version))}
-                options={version_options(t, today.torch, &[v(2, 5), v(2, 4), v(2, 2), v(2, 1), v(2, 0)], form.torch_version)}
+                options={version_options(t, today.torch, &Versions::TORCH_CHOICES, form.torch_version)}
                 on_change={set::<String>(props, "torch")} />
             <SelectField id="tf" label={t.transformers_version} tip={t.transformers_version_tip}
                 value={AttrValue::from(String::from(form.transformers_version))}
-                options={version_options(t, today.transformers, &[v(5, 0), v(4, 57), v(4, 48), v(4, 47), v(4, 45), v(4, 44)], form.transformers_version)}
+                options={version_options(t, today.transformers, &Versions::TRANSFORMERS_CHOICES, form.transformers_version)}
                 on_change={set::<String>(props, "tf")} />
         </div>
     }
