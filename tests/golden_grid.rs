@@ -457,9 +457,9 @@ fn breakdowns_beside_the_oracle() {
         let e = estimate(&job);
         let oracle = rec["peak_allocated_bytes"].as_f64().unwrap();
         let layer = activations::layer_bytes_per_token(&job.arch, &job).per_rank(1.0);
-        let scores = activations::eager_scores_per_token(&job.arch, &job, f64::from(job.seq_len));
+        let scores = activations::score_matrices_per_token(&job.arch, &job, f64::from(job.seq_len));
         println!(
-            "{id}: vramfit per layer and token: {layer:.0} B saved, {scores:.0} B eager scores"
+            "{id}: vramfit per layer and token: {layer:.0} B saved, {scores:.0} B score matrices"
         );
         println!(
             "{id}: oracle {:.3} GiB at {} / vramfit {:.3} GiB ({:+.1}%)",

@@ -212,7 +212,7 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
         + adapter(Module::O, q, h)
         + match job.attention {
             // SDPA's math path upcasts q, k and v to fp32 and saves them (its probabilities are in
-            // `eager_scores_per_token`).
+            // `score_matrices_per_token`).
             AttentionImpl::Sdpa if sdpa_math_path(arch, job) => 4.0 * (q + 2.0 * kv),
             AttentionImpl::Flash2 => ab * (2.0 * q + 2.0 * kv),
             AttentionImpl::Sdpa if !repeated => ab * (2.0 * q + 2.0 * kv),
@@ -530,11 +530,13 @@ fn sdpa_math_path(arch: &Architecture, job: &Job) -> bool {
         && job.versions.transformers >= super::job::Version::new(5, 0)
 }
 
-/// Eager attention keeps, per token and layer, the fp32 softmax output and its 16-bit copy (HF
+/// The `s × s` score matrices attention keeps for backward, bytes per token and layer: none for the
+/// flash and memory-efficient kernels; `4 · heads · s` on SDPA's math path ([`sdpa_math_path`]). Eager
+/// attention keeps the fp32 softmax output and its 16-bit copy (HF
 /// `eager_attention_forward`: `softmax(..., dtype=float32).to(query.dtype)`): `(4 + ab) · heads · s` bytes,
 /// averaged over a hybrid stack's layers (only its attention layers have scores). Gemma 2's soft-capped
 /// scores keep tanh's output too (`attn_weights = tanh(attn_weights / cap) · cap`), one more `ab`.
-pub fn eager_scores_per_token(arch: &Architecture, job: &Job, seq: f64) -> f64 {
+pub fn score_matrices_per_token(arch: &Architecture, job: &Job, seq: f64) -> f64 {
     if sdpa_math_path(arch, job) {
         return 4.0 * f64::from(arch.heads) * seq * super::recurrent::layer_shares(arch).0;
     }
@@ -598,7 +600,7 @@ pub fn backward_peak(job: &Job, s: &Shapes, loss: f64) -> BackwardPeak {
     let largest_layer = largest_layer_bytes_per_token(arch, job).per_rank(tp) * tokens + adapters
         - merged_avg / tp
         + merged_moe_layer / tp;
-    let scores_layer = eager_scores_per_token(arch, job, s.seq) * tokens / tp;
+    let scores_layer = score_matrices_per_token(arch, job, s.seq) * tokens / tp;
     let kept = kept_layers(job, s);
     let recomputed = recomputed_layers(job, s);
     let layer_input = residual_bytes(job) * f64::from(arch.hidden) * tokens;
