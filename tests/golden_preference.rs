@@ -18,51 +18,9 @@ const GRID: &str = include_str!("data/golden-preference.jsonl");
 const GIB: f64 = 1_073_741_824.0;
 const TOLERANCE_PCT: f64 = 3.0;
 
-/// `bf16=True` (TRL's default) on a bf16-loaded model: accelerate wraps the forward in
-/// `torch.autocast(bfloat16)` (accelerate/accelerator.py:1830/:1835). PEFT casts each adapter input to the
-/// adapter's fp32 dtype (peft/tuners/lora/layer.py:1100) and autocast casts it back to bf16 for `lora_A`,
-/// so autograd saves a 2-byte copy of every adapted module's input, not vramfit's 4-byte one (`Precision::Pure16`
-/// has no autocast). Without checkpointing that is every layer's adapter inputs: vramfit +13..+18% on ORPO
-/// (whose loss terms match), +19..+30% on DPO even with `LossImpl::Fused`; the `-noamp` twins of those jobs
-/// come within 0.5% with `Fused`.
-const AUTOCAST_LORA: &str =
-    "bf16 autocast over bf16 weights (TRL bf16=True): PEFT's fp32 adapter inputs are \
-     re-cast to bf16 for the adapter matmul, so the saved copies are 2 B, not vramfit's 4 B";
-
-/// ORPO and CPO call the model without labels (trl/experimental/orpo/orpo_trainer.py:770-777), so transformers'
-/// fp32 loss upcast never runs: the logits are fp32 only because accelerate's bf16 wrapper converts every output
-/// to fp32 (`convert_outputs_to_fp32`, accelerator.py:1830). With bf16=False they stay bf16 (6 B less per
-/// logit than vramfit's 12) and TRL's Triton `selective_log_softmax` (trl/trainer/utils.py:572,
-/// trl/kernels/logprob_entropy.py:192/:208) keeps them and one bf16 gradient.
-const NO_AMP_LOGITS: &str =
-    "bf16=False: no accelerate fp32 output copy, the logits stay bf16 through TRL's \
-     Triton selective_log_softmax (vramfit still charges fp32 logits)";
-
-/// DPO with PEFT and no `ref_model`: the reference is the policy inside `use_adapter(model, None)` (=
-/// `disable_adapter()`, trl/trainer/dpo_trainer.py:1333-1336), run under `torch.no_grad()` *after* the policy
-/// forward (:1299) and before backward. Without checkpointing every layer's saved activations are then alive
-/// while the reference forward's one-layer working set (the MLP's gate/up/product, `B·2·S·I` 16-bit each)
-/// runs on top: the oracle's peak is in `forward`, at `layers.1.mlp` `aten.mul` (no grad). vramfit has no
-/// phase for the reference forward (its peak candidates are backward, end of backward and the optimizer step);
-/// on top of that these jobs carry the autocast gap above.
-const REF_FORWARD: &str = "disabled-adapter reference forward (no_grad) runs after the policy forward, so its \
-     one-layer working set sits on every saved activation: the oracle peaks in forward; vramfit has no such \
-     phase (plus the autocast gap)";
-
 /// `(id pattern, mechanism)`: jobs whose miss is explained, not tolerated. A pattern matches an id that
 /// contains it; one ending in `$` must end the id. First match wins.
-const KNOWN_GAPS: &[(&str, &str)] = &[
-    ("llama-3.2-1b/dpo-lora-disabled-nockpt-2x2048$", REF_FORWARD),
-    ("llama-3.1-8b/dpo-lora-disabled-nockpt-1x1024$", REF_FORWARD),
-    ("llama-3.1-8b/dpo-lora-disabled-nockpt-2x2048$", REF_FORWARD),
-    ("dpo-lora-disabled-nockpt-1x1024$", AUTOCAST_LORA),
-    ("dpo-lora-disabled-nockpt-2x2048$", AUTOCAST_LORA),
-    ("llama-3.2-1b/dpo-lora-disabled-ckpt-2x2048$", AUTOCAST_LORA),
-    ("qwen2.5-0.5b/dpo-lora-disabled-ckpt-2x2048$", AUTOCAST_LORA),
-    ("orpo-lora-nockpt-", AUTOCAST_LORA),
-    ("simpo-lora-nockpt-", AUTOCAST_LORA),
-    ("orpo-lora-ckpt-2x2048-noamp", NO_AMP_LOGITS),
-];
+const KNOWN_GAPS: &[(&str, &str)] = &[];
 
 /// DPO jobs that `LossImpl::Fused` must describe within the tolerance (see the assertion).
 const FUSED_EXACT: &[&str] = &[
@@ -80,7 +38,13 @@ fn job_of(rec: &Value, loss: LossImpl) -> Job {
     let lora = j["mode"].as_str().unwrap() == "lora";
     Job {
         arch,
-        stack: Stack::Generic,
+        // TRL's `bf16=True` is the HF Trainer's autocast ([`Stack::autocasts_16bit_weights`]); the `-noamp`
+        // twins turn it off, as a plain loop over bf16 weights runs.
+        stack: if j["autocast_bf16"].as_bool().unwrap() {
+            Stack::HfTrainer
+        } else {
+            Stack::Generic
+        },
         mode: if lora { Mode::Lora } else { Mode::Full },
         weights: WeightFormat::Bf16,
         precision: Precision::Pure16,

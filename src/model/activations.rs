@@ -61,6 +61,17 @@ pub fn autocast_over_fp32(job: &Job) -> bool {
     job.precision == Precision::Mixed && !job.weights.is_quantized()
 }
 
+/// Whether the forward runs under bf16/fp16 autocast at all: over fp32 weights ([`autocast_over_fp32`]) or
+/// over 16-bit weights whose trainer wraps the forward in autocast ([`super::Stack::autocasts_16bit_weights`]).
+/// Over 16-bit weights the matmuls' inputs are already 16-bit, so only what PEFT casts to its fp32 adapters
+/// is re-cast (see [`adapter_bytes_per_token`]).
+pub fn autocast(job: &Job) -> bool {
+    autocast_over_fp32(job)
+        || (job.precision == Precision::Pure16
+            && !job.weights.is_quantized()
+            && job.stack.autocasts_16bit_weights())
+}
+
 /// Bytes per token of one decoder layer, split by how tensor parallelism divides them (Megatron-LM layout,
 /// Korthikanti et al. 2022 sec. 4.2, without sequence parallelism): the residual stream, the norms and the
 /// inputs of the column-parallel projections (q/k/v, gate/up, and their LoRA `A` inputs) are whole on every
@@ -316,7 +327,7 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
 /// - prompt methods and trainable tokens adapt no module (the latter's saved tensors are at the LM head,
 ///   [`tied_token_head`]).
 pub fn adapter_bytes_per_token(job: &Job, m: Module, d_in: f64, d_out: f64) -> f64 {
-    let amp = autocast_over_fp32(job);
+    let amp = autocast(job);
     let mask = if job.lora.dropout { 1.0 } else { 0.0 };
     let cast = if amp { 2.0 } else { 4.0 };
     let r = f64::from(job.lora.rank);

@@ -1,6 +1,7 @@
 //! The loss: logits and cross-entropy buffers at the loss's backward.
 
-use super::job::{Job, LossImpl, Mode};
+use super::activations::autocast;
+use super::job::{Job, LossImpl, Mode, Precision};
 use super::preference::{self, Objective};
 use super::shapes::Shapes;
 
@@ -34,13 +35,18 @@ pub fn loss_bytes(job: &Job, s: &Shapes) -> f64 {
     if job.objective == Objective::Dpo && job.stack.runs_trl_preference_trainers() {
         return trl_dpo_fused_head_bytes(job, s);
     }
-    let per_logit = if job.objective == Objective::Simpo
+    let trl_unlabelled = matches!(job.objective, Objective::Orpo | Objective::Simpo)
         && job.loss == LossImpl::Fp32Logits
-        && job.stack.runs_trl_preference_trainers()
-    {
+        && job.stack.runs_trl_preference_trainers();
+    let per_logit = if trl_unlabelled && job.objective == Objective::Simpo {
         TRL_SIMPO_PER_LOGIT
     } else {
         loss_bytes_per_logit(job.loss) + softcap_bytes_per_logit(job)
+    };
+    let per_logit = if trl_unlabelled && !autocast(job) && job.precision != Precision::Fp32 {
+        per_logit * TRL_UNLABELLED_16BIT_SHARE
+    } else {
+        per_logit
     };
     per_logit * s.tokens * preference::logit_share(job) * f64::from(job.arch.vocab) / s.tensor_split
 }
@@ -64,6 +70,16 @@ fn softcap_bytes_per_logit(job: &Job) -> f64 {
 /// (`trl/kernels/logprob_entropy.py`), which keeps the fp32 logits and one fp32 gradient: 4 + 4. Measured
 /// by the fake-tensor oracle running TRL 1.16 (`tests/golden_preference.rs`).
 pub const TRL_SIMPO_PER_LOGIT: f64 = 8.0;
+
+/// The share of [`loss_bytes_per_logit`] (ORPO) or [`TRL_SIMPO_PER_LOGIT`] that TRL's ORPO and CPO/SimPO
+/// keep when no autocast runs: they call the model without labels (`trl/experimental/orpo/orpo_trainer.py`
+/// `concatenated_forward`), so the logits are fp32 only because accelerate's bf16 wrapper converts every
+/// output (`convert_outputs_to_fp32`, accelerate/accelerator.py `prepare_model`). A loop without that wrapper
+/// over 16-bit weights keeps every logit-sized tensor of the loss, and each gradient, in 16-bit: half the
+/// bytes. The oracle's ORPO jobs with `bf16=False` hold exactly half the logit-sized backward buffers of
+/// their `bf16=True` twins (Qwen2.5-0.5B 13.91 → 6.96 GiB, Llama-3.2-1B 11.74 → 5.87 GiB at 2 × 2 × 2048
+/// tokens).
+pub const TRL_UNLABELLED_16BIT_SHARE: f64 = 0.5;
 
 /// TRL ≥ 1.0 `DPOTrainer`: the policy and the reference run with a fused LM head (`add_fused_lm_head`,
 /// `model(..., fused_lm_head=True)` in `_compute_loss`, `trl/trainer/dpo_trainer.py`), whose

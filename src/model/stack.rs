@@ -161,6 +161,24 @@ impl Stack {
         )
     }
 
+    /// Whether the stack's trainer runs the forward under bf16/fp16 autocast even when the weights are already
+    /// 16-bit (pure bf16 loading).
+    ///
+    /// The HF Trainer with `bf16=True` (TRL, LLaMA-Factory, axolotl and ms-swift all set it with a bf16-loaded
+    /// model; transformers 5 loads checkpoints in their own dtype) hands mixed precision to accelerate, whose
+    /// `prepare_model` wraps `model.forward` in `torch.autocast` and `convert_outputs_to_fp32`
+    /// (accelerate/accelerator.py `prepare_model`). On 16-bit weights the cast is a no-op for the model's own
+    /// matmuls, but PEFT casts each adapter input to the fp32 adapter dtype (peft/tuners/lora/layer.py
+    /// `_cast_input_dtype`) and autocast casts it back to 16-bit for `lora_A`, so the saved copy is 2 B, not 4 B.
+    /// The generic stack (a plain loop), torchtune (`dtype: bf16`, no autocast) and litgpt (`bf16-true`) do not
+    /// autocast; Unsloth's kernels run 16-bit adapters.
+    pub fn autocasts_16bit_weights(self) -> bool {
+        matches!(
+            self,
+            Stack::HfTrainer | Stack::LlamaFactory | Stack::Axolotl | Stack::MsSwift
+        )
+    }
+
     /// Whether the optimizer step allocates a parameter-sized temporary.
     ///
     /// PyTorch ≥ 2.0 AdamW defaults to the multi-tensor `foreach` implementation (`torch/optim/adamw.py`,
