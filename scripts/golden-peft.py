@@ -2,7 +2,8 @@
 """golden-peft.py: the fake-tensor oracle for PEFT methods other than LoRA.
 
 `fake_peak.py` builds LoRA adapters with `peft.LoraConfig`; this script runs the same oracle with that name
-bound to another PEFT config (IA3, LoHa, LoKr, VeRA, AdaLoRA, OFT, prompt tuning, prefix tuning, P-tuning),
+bound to another PEFT config (IA3, LoHa, LoKr, VeRA, AdaLoRA, OFT, prompt tuning, prefix tuning, P-tuning, and
+LoRA with `trainable_token_indices`),
 so every method runs through PEFT's real code on fake tensors. Writes tests/data/golden-peft.jsonl (one job a
 line, the oracle's output plus the method and its parameters); `tests/golden_peft.rs` compares vramfit.
 
@@ -36,11 +37,13 @@ METHODS = {
     "prompt-20": {"num_virtual_tokens": 20},
     "prefix-20": {"num_virtual_tokens": 20},
     "ptuning-20": {"num_virtual_tokens": 20, "encoder_hidden_size": 512},
+    # LoRA with a trainable-tokens delta beside it (`LoraConfig.trainable_token_indices`): 100 embedding rows.
+    "loratok-r8": {"r": 8, "lora_alpha": 16, "target_modules": ALL, "trainable_token_indices": list(range(100))},
 }
 MODELS = ["llama-3.2-1b", "qwen2.5-0.5b"]
 
 
-def config_factory(method: str, args: dict):
+def config_factory(method: str, args: dict, real_lora):
     import peft
 
     kind = method.split("-")[0]
@@ -64,6 +67,8 @@ def config_factory(method: str, args: dict):
             return peft.PrefixTuningConfig(**args, **common)
         if kind == "ptuning":
             return peft.PromptEncoderConfig(**args, **common)
+        if kind == "loratok":
+            return real_lora(**args, **common)
         raise ValueError(method)
     return make
 
@@ -124,7 +129,7 @@ def main():
     for j in jobs():
         if a.only not in j["id"] or j["id"] in done:
             continue
-        peft.LoraConfig = config_factory(j["method"], j["method_args"])
+        peft.LoraConfig = config_factory(j["method"], j["method_args"], real)
         try:
             out = fake_peak.run_job(dict(j["job"]))
             rec = {"id": j["id"], "model": j["model"], "method": j["method"], "method_args": j["method_args"],

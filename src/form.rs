@@ -46,6 +46,8 @@ pub struct Form {
     pub virtual_tokens: u32,
     /// Tokens whose embedding rows PEFT's trainable tokens train (`len(token_indices)`).
     pub trainable_tokens: u32,
+    /// LoRA trains those token rows too (`trainable_token_indices`).
+    pub lora_tokens: bool,
     pub micro_batch: u32,
     pub seq_len: u32,
     pub grad_accum: u32,
@@ -122,6 +124,7 @@ impl Default for Form {
             peft_method: crate::model::peft::Method::Lora,
             virtual_tokens: 20,
             trainable_tokens: 10,
+            lora_tokens: false,
             micro_batch: 4,
             seq_len: 2048,
             grad_accum: 4,
@@ -275,6 +278,7 @@ impl Form {
             method: self.peft_method,
             virtual_tokens: self.virtual_tokens,
             trainable_tokens: self.trainable_tokens,
+            with_tokens: self.lora_tokens,
             ..Lora::default()
         }
     }
@@ -294,6 +298,7 @@ impl Form {
         self.peft_method = lora.method;
         self.virtual_tokens = lora.virtual_tokens;
         self.trainable_tokens = lora.trainable_tokens;
+        self.lora_tokens = lora.with_tokens;
     }
 
     /// Switches the training stack and takes its defaults for the fields a stack decides.

@@ -599,6 +599,16 @@ pub static SETTINGS: &[Setting] = &[
         llama_factory: when(&["additional_target"], lf_adapter, ADAPTERS_LF),
         deepspeed: no(NO_DS_MODEL),
     }),
+    // LoRA's `trainable_token_indices`: the rows counted by `ttok` train beside the adapters.
+    flag_setting!("ltok", lora_tokens, Exports {
+        trl: no(
+            "TRL's ModelConfig builds its LoraConfig without `trainable_token_indices`: they live in the adapter_config.json, which the importer reads",
+        ),
+        llama_factory: no(
+            "LLaMA-Factory's LoRA arguments have no `trainable_token_indices` (`additional_target` trains whole modules)",
+        ),
+        deepspeed: no(NO_DS_MODEL),
+    }),
     flag_setting!("dora", dora, Exports {
         trl: when(&["use_dora"], trl_lora, LORA_ONLY_TRL),
         llama_factory: when(&["use_dora"], lf_lora, LORA_ONLY_LF),

@@ -364,6 +364,7 @@ mod tests {
             peft_method: crate::model::peft::Method::Vera,
             virtual_tokens: 30,
             trainable_tokens: 42,
+            lora_tokens: true,
             trained_layers: 4,
             projection_rank: 64,
             optimizer_in_backward: true,

@@ -1,6 +1,6 @@
 //! PEFT methods beyond LoRA against the fake-tensor oracle running PEFT's real code
 //! (`tests/data/golden-peft.jsonl`, made by `scripts/golden-peft.py`): trainable parameters exactly, and
-//! `max_memory_allocated` of two training steps.
+//! `max_memory_allocated` of two training steps. LoRA with `trainable_token_indices` runs here too.
 #![cfg(not(target_arch = "wasm32"))]
 
 use serde_json::Value;
@@ -40,6 +40,8 @@ fn job_of(rec: &Value) -> Job {
         "prompt" => Method::PromptTuning,
         "prefix" => Method::PrefixTuning,
         "ptuning" => Method::PTuning,
+        // LoRA with `trainable_token_indices` beside it.
+        "loratok" => Method::Lora,
         other => panic!("method {other}"),
     };
     let rank = ["r", "init_r", "oft_block_size"]
@@ -69,6 +71,10 @@ fn job_of(rec: &Value) -> Job {
             method,
             virtual_tokens: args["num_virtual_tokens"].as_u64().unwrap_or(20) as u32,
             encoder_hidden: args["encoder_hidden_size"].as_u64().unwrap_or(1024) as u32,
+            with_tokens: args["trainable_token_indices"].is_array(),
+            trainable_tokens: args["trainable_token_indices"]
+                .as_array()
+                .map_or(10, |l| l.len() as u32),
             ..Lora::default()
         },
         micro_batch: j["batch_size"].as_u64().unwrap() as u32,

@@ -155,6 +155,7 @@ fn form_from(words: Vec<u32>) -> Form {
         peft_method: p.one(&Method::ALL),
         virtual_tokens: p.number("vtok"),
         trainable_tokens: p.number("ttok"),
+        lora_tokens: p.flag(),
         micro_batch: p.number("batch"),
         seq_len: p.number("seq"),
         grad_accum: p.number("accum"),

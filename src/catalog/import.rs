@@ -780,7 +780,7 @@ fn peft_method(obj: &Map<String, Value>) -> Result<Method, ImportError> {
 /// Reads a PEFT `adapter_config.json`: `LoraConfig` and the other methods' configs (`r`, AdaLoRA `init_r`,
 /// OFT `oft_block_size`, prompt methods' `num_virtual_tokens` and `encoder_hidden_size`, trainable tokens'
 /// `token_indices`). A LoRA config's `trainable_token_indices` (a trainable-tokens delta beside the
-/// adapter) is not modelled and is reported among the ignored names.
+/// adapter, a list or a map of embedding layer → list) sets [`Lora::with_tokens`] and the count.
 pub fn parse_adapter_config(value: &Value) -> Result<AdapterSettings, ImportError> {
     let obj = value.as_object().ok_or(ImportError::NotObject)?;
     let r = Reader(obj);
@@ -789,7 +789,7 @@ pub fn parse_adapter_config(value: &Value) -> Result<AdapterSettings, ImportErro
         return Ok(AdapterSettings {
             lora: Lora {
                 method,
-                trainable_tokens: token_count(obj)?,
+                trainable_tokens: token_count(obj, "token_indices")?,
                 dropout: false,
                 ..Lora::default()
             },
@@ -859,12 +859,10 @@ pub fn parse_adapter_config(value: &Value) -> Result<AdapterSettings, ImportErro
     }
     targets.sort_by_key(|m| Module::ALL.iter().position(|x| x == m));
     targets.dedup();
-    if obj
-        .get("trainable_token_indices")
-        .is_some_and(|v| !v.is_null())
-    {
-        unknown_targets.push("trainable_token_indices".to_string());
-    }
+    let tokens = match obj.get("trainable_token_indices") {
+        None | Some(Value::Null) => None,
+        Some(_) => Some(token_count(obj, "trainable_token_indices")?),
+    };
     let saved: Vec<&str> = obj
         .get("modules_to_save")
         .and_then(Value::as_array)
@@ -883,6 +881,9 @@ pub fn parse_adapter_config(value: &Value) -> Result<AdapterSettings, ImportErro
                 .filter_map(|k| obj.get(*k).and_then(Value::as_f64))
                 .any(|p| p > 0.0),
             method,
+            // PEFT builds the trainable-tokens layer beside LoRA adapters only (`LoraConfig`).
+            with_tokens: tokens.is_some() && method == Method::Lora,
+            trainable_tokens: tokens.unwrap_or(Lora::default().trainable_tokens),
             ..Lora::default()
         },
         unknown_targets,
@@ -892,23 +893,39 @@ pub fn parse_adapter_config(value: &Value) -> Result<AdapterSettings, ImportErro
 /// How many tokens a `TrainableTokensConfig` trains: the length of its `token_indices` (PEFT
 /// `tuners/trainable_tokens/layer.py` `update_layer`: the delta is `weight[token_indices]`, one row per
 /// listed index).
-fn token_count(obj: &Map<String, Value>) -> Result<u32, ImportError> {
-    match obj.get("token_indices") {
-        None | Some(Value::Null) => Err(ImportError::Missing("token_indices")),
-        Some(Value::Array(list)) if list.iter().all(|v| v.as_u64().is_some()) => {
-            match u32::try_from(list.len()) {
-                Ok(0) => Err(invalid("token_indices", "must list at least one token")),
-                Ok(n) if u64::from(n) <= MAX_DIM => Ok(n),
-                _ => Err(invalid(
-                    "token_indices",
-                    &format!("{} tokens is implausibly many", list.len()),
-                )),
+fn token_count(obj: &Map<String, Value>, key: &'static str) -> Result<u32, ImportError> {
+    let count = |list: &Vec<Value>| -> Result<u32, ImportError> {
+        if !list.iter().all(|v| v.as_u64().is_some()) {
+            return Err(invalid(key, "expected token ids (whole numbers)"));
+        }
+        match u32::try_from(list.len()) {
+            Ok(0) => Err(invalid(key, "must list at least one token")),
+            Ok(n) if u64::from(n) <= MAX_DIM => Ok(n),
+            _ => Err(invalid(
+                key,
+                &format!("{} tokens is implausibly many", list.len()),
+            )),
+        }
+    };
+    match obj.get(key) {
+        None | Some(Value::Null) => Err(ImportError::Missing(key)),
+        Some(Value::Array(list)) => count(list),
+        // LoRA's `trainable_token_indices` may map embedding-layer names to their lists (PEFT
+        // `LoraConfig`): the model's one input embedding trains the longest.
+        Some(Value::Object(layers)) if !layers.is_empty() => {
+            let mut most = 0;
+            for list in layers.values() {
+                match list {
+                    Value::Array(l) => most = most.max(count(l)?),
+                    _ => return Err(invalid(key, "expected a list of token ids per layer")),
+                }
             }
+            Ok(most)
         }
         Some(other) => {
             let shown: String = other.to_string().chars().take(40).collect();
             Err(invalid(
-                "token_indices",
+                key,
                 &format!("expected a list of token ids, got {shown}"),
             ))
         }
@@ -920,7 +937,7 @@ mod tests {
     use super::*;
 
     /// A `TrainableTokensConfig` (PEFT `peft_type` TRAINABLE_TOKENS) trains one embedding row per listed
-    /// token: three indices are three tokens. A LoRA config's `trainable_token_indices` is reported.
+    /// token: three indices are three tokens. A LoRA config's `trainable_token_indices` trains them beside LoRA.
     #[test]
     fn trainable_tokens_config_counts_its_indices() {
         let text = r#"{"peft_type":"TRAINABLE_TOKENS","token_indices":[128000,128001,128009],
@@ -945,11 +962,21 @@ mod tests {
         let ImportedFile::Adapter(a) = parse_any_text(lora).unwrap() else {
             panic!("an adapter config");
         };
-        assert_eq!(a.lora.method, Method::Lora);
         assert_eq!(
-            a.unknown_targets,
-            vec!["trainable_token_indices".to_string()]
+            (a.lora.method, a.lora.with_tokens, a.lora.trainable_tokens),
+            (Method::Lora, true, 2)
         );
+        assert!(a.unknown_targets.is_empty());
+        // The map form (embedding layer → its indices) trains the longest list.
+        let map = r#"{"peft_type":"LORA","r":8,"target_modules":["q_proj"],
+            "trainable_token_indices":{"embed_tokens":[1,2,3],"other":[4]}}"#;
+        let ImportedFile::Adapter(a) = parse_any_text(map).unwrap() else {
+            panic!("an adapter config");
+        };
+        assert_eq!((a.lora.with_tokens, a.lora.trainable_tokens), (true, 3));
+        let bad = r#"{"peft_type":"LORA","r":8,"target_modules":["q_proj"],"trainable_token_indices":[-1]}"#;
+        let e = parse_any_text(bad).unwrap_err().to_string();
+        assert!(e.contains("trainable_token_indices"), "{e}");
     }
 
     /// gpt-oss's `quantization_config` (`quant_method: mxfp4`) is the MXFP4 format, exactly.

@@ -472,7 +472,7 @@ fn autocast_head_cast(job: &Job, s: &super::shapes::Shapes) -> f64 {
 /// scalar head has no vocabulary matrix.
 fn tokens_on_tied_head(job: &Job) -> bool {
     matches!(job.mode, Mode::Lora | Mode::Qlora)
-        && job.lora.method == Method::TrainableTokens
+        && super::peft::token_rows(job) > 0
         && job.arch.tied_embeddings
         && job.loss != LossImpl::Fused
         && job.objective.has_vocab_logits()

@@ -141,7 +141,7 @@ pub fn trainable(job: &Job, p: &ParamCounts) -> (f64, f64) {
 /// VeRA's `vera_A`/`vera_B`, one pair shared by every adapted module and sized by the largest input and
 /// output widths among them (PEFT `vera/model.py` `_find_dim`), and trainable tokens' copy of the original
 /// rows (`trainable_tokens_original`, a buffer the shape of the delta, `n · h`, kept to unmerge; PEFT
-/// `trainable_tokens/layer.py` `update_layer`).
+/// `trainable_tokens/layer.py` `update_layer`), also beside LoRA with `trainable_token_indices`.
 pub fn frozen_adapter_params(job: &Job) -> f64 {
     if !matches!(job.mode, Mode::Lora | Mode::Qlora) {
         return 0.0;
@@ -163,8 +163,7 @@ pub fn frozen_adapter_params(job: &Job) -> f64 {
                 });
             r * (max_in + max_out)
         }
-        peft::Method::TrainableTokens => peft::trainable_tokens_params(job, &job.arch),
-        _ => 0.0,
+        _ => peft::trainable_tokens_params(job, &job.arch),
     }
 }
 

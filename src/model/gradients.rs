@@ -80,9 +80,7 @@ pub fn gradients(job: &Job, s: &Shapes) -> Gradients {
 pub fn tied_embedding_sum(job: &Job, s: &Shapes) -> f64 {
     if job.arch.tied_embeddings && job.mode == Mode::Full {
         2.0 * grad_bytes(job) * s.params.embedding * s.shard(2) * s.train_share
-    } else if matches!(job.mode, Mode::Lora | Mode::Qlora)
-        && job.lora.method == super::peft::Method::TrainableTokens
-    {
+    } else if matches!(job.mode, Mode::Lora | Mode::Qlora) && super::peft::token_rows(job) > 0 {
         s.working * f64::from(job.arch.vocab) * f64::from(job.arch.hidden) / s.tensor_split
     } else {
         0.0

@@ -161,6 +161,9 @@ pub struct Lora {
     /// Tokens whose embedding rows PEFT's trainable tokens train (`TrainableTokensConfig.token_indices`,
     /// their count), method [`super::peft::Method::TrainableTokens`].
     pub trainable_tokens: u32,
+    /// LoRA with a trainable-tokens delta beside its adapters (`LoraConfig.trainable_token_indices`):
+    /// `trainable_tokens` embedding rows train too, as PEFT's trainable tokens train them.
+    pub with_tokens: bool,
 }
 
 impl Default for Lora {
@@ -177,6 +180,7 @@ impl Default for Lora {
             virtual_tokens: 20,
             encoder_hidden: 1024,
             trainable_tokens: 10,
+            with_tokens: false,
         }
     }
 }

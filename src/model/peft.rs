@@ -162,12 +162,21 @@ pub fn prompt_params(job: &Job, arch: &Architecture) -> f64 {
 /// wrapped by a `TrainableTokensLayer` tied to the embedding's (`tied_adapter`, `model.py`
 /// `inject_adapter`), which reuses the same delta: nothing more trains. PEFT keeps a frozen copy of the
 /// original rows beside it (`trainable_tokens_original`, a buffer of the same shape; see
-/// [`super::adapters::frozen_adapter_params`]). 0 for every other method.
+/// [`super::adapters::frozen_adapter_params`]). LoRA's `trainable_token_indices` builds the same layer
+/// beside the adapters (`tuners/lora/model.py` `_create_and_replace` hands it to `TrainableTokensLayer`).
+/// 0 when no token rows train ([`token_rows`]).
 pub fn trainable_tokens_params(job: &Job, arch: &Architecture) -> f64 {
-    if job.lora.method != Method::TrainableTokens {
-        return 0.0;
+    f64::from(token_rows(job).min(arch.vocab)) * f64::from(arch.hidden)
+}
+
+/// Embedding rows PEFT trains as trainable tokens: the method's `token_indices`, or LoRA's
+/// `trainable_token_indices` ([`super::Lora::with_tokens`]); 0 otherwise.
+pub fn token_rows(job: &Job) -> u32 {
+    match job.lora.method {
+        Method::TrainableTokens => job.lora.trainable_tokens,
+        Method::Lora if job.lora.with_tokens => job.lora.trainable_tokens,
+        _ => 0,
     }
-    f64::from(job.lora.trainable_tokens.min(arch.vocab)) * f64::from(arch.hidden)
 }
 
 /// Whether a module is a feed-forward one for IA³ (PEFT `feedforward_modules`: the MLP's down projection,

@@ -514,7 +514,14 @@ fn lora_inputs(props: &InputsProps, t: &'static Text) -> Html {
                 { check("lora-head", t.train_head, t.train_embed_tip, form.train_lm_head, setting_flag(props, "head")) }
                 { check("lora-dora", "DoRA", t.dora_tip, form.dora, setting_flag(props, "dora")) }
                 { check("lora-dropout", t.dropout, t.dropout_tip, form.lora_dropout, setting_flag(props, "dropout")) }
+                if method == Method::Lora {
+                    { check("lora-tokens", t.train_tokens, t.train_tokens_tip, form.lora_tokens, setting_flag(props, "ltok")) }
+                }
             </div>
+            if method == Method::Lora && form.lora_tokens {
+                { number(props, t, "ttok", t.trainable_tokens, t.tokens, t.train_tokens_tip, form.trainable_tokens) }
+                <p class="hint" id="trainable-tokens">{ trainable_tokens_hint(form, t) }</p>
+            }
             }
         </>
     }
