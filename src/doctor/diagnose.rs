@@ -94,6 +94,14 @@ pub enum Source {
     OpenCv,
     /// A CPU instruction the processor lacks (SIGILL).
     IllegalInstruction,
+    /// CuPy's memory pool (Chainer and other CuPy users).
+    Cupy,
+    /// Numba's CUDA driver bindings.
+    Numba,
+    /// OpenBLAS's thread buffers.
+    OpenBlas,
+    /// Node.js / V8's JavaScript heap.
+    V8,
     Unknown,
 }
 
@@ -235,7 +243,21 @@ impl<'a> Scan<'a> {
         let mut flat = String::with_capacity(text.len());
         let mut offs = Vec::with_capacity(text.len() + 1);
         let mut in_space = false;
+        let mut skip_to = 0;
+        let mut line_start = true;
         for (i, c) in text.char_indices() {
+            if i < skip_to {
+                continue;
+            }
+            // torch.distributed's per-rank log prefix ("[rank5]: "), which splits one message over lines.
+            if line_start {
+                skip_to = i + rank_prefix_len(&text[i..]);
+                line_start = false;
+                if i < skip_to {
+                    continue;
+                }
+            }
+            line_start = c == '\n';
             if c.is_ascii_whitespace() {
                 if !in_space {
                     flat.push(' ');
@@ -407,6 +429,27 @@ const VK_HOST_OOM: Rule = any(
     Kind::Host,
     Source::CpuAllocator,
 );
+/// A failed `vkAllocateMemory` reported by its numeric `VkResult` (`ErrCode=-2`, `result -2`): -2 is
+/// `VK_ERROR_OUT_OF_DEVICE_MEMORY` (`vulkan_core.h`).
+const VK_ALLOC_CODE: Rule = check(vk_allocate_device_code, Kind::Gpu, Source::LlamaCpp);
+/// CuPy `cupy/cuda/memory.pyx` (`OutOfMemoryError.__init__`): "Out of memory allocating N bytes (allocated
+/// so far: M bytes)."; CuPy < 6: "out of memory to allocate N bytes (total M bytes)". Device memory.
+const CUPY_OOM: Rule = any(
+    &["out of memory allocating ", "out of memory to allocate "],
+    Kind::Gpu,
+    Source::Cupy,
+);
+/// A CUDA driver call's `CUresult` 2 (`CUDA_ERROR_OUT_OF_MEMORY`, `cuda.h`) as wrappers print it:
+/// torch_memory_saver "CUresult error result=2 … func=cu_mem_create", Numba "Call to cuMemAlloc results in
+/// CUDA_ERROR_OUT_OF_MEMORY".
+const CU_RESULT_OOM: Rule = any(
+    &[
+        "curesult error result=2 ",
+        "results in cuda_error_out_of_memory",
+    ],
+    Kind::Gpu,
+    Source::Numba,
+);
 /// PyTorch `c10/core/impl/alloc_cpu.cpp`: "DefaultCPUAllocator: not enough memory: you tried to allocate
 /// N bytes" quoted without its first word; Apache Arrow `cpp/src/arrow/memory_pool.cc`: "malloc of size N
 /// failed" / "realloc of size N failed", raised in Python as `pyarrow.lib.ArrowMemoryError` (pandas, Hugging
@@ -524,6 +567,9 @@ const TRT_OOM: Rule = any(
         "error code 2: outofmemory",
         "outofmemory error in allocate",
         "out of memory error during getbesttactic",
+        // TensorRT 7's builder (`builder/tacticOptimizer.cpp`): "GPU memory allocation error during
+        // getBestTactic: <layer>".
+        "gpu memory allocation error during getbesttactic",
         "defaultallocator::allocate: 2 (out of memory)",
     ],
     Kind::Gpu,
@@ -721,6 +767,7 @@ const XLA_TPU: Rule = any(
     &[
         "ran out of memory in memory space",
         "that was not possible. there are",
+        "at the bottom of memory. that was not possible",
     ],
     Kind::Gpu,
     Source::Xla,
@@ -775,6 +822,14 @@ const NCCL_CUDA_OOM: Rule = check(nccl_cuda_failure_oom, Kind::Gpu, Source::Nccl
 const NCCL_CUDA_FAILURE: Rule = check(nccl_cuda_failure_other, Kind::NotMemory, Source::Nccl);
 /// NCCL `src/misc/shmutils.cc` / `src/include/shm.h`: "Error while creating shared memory segment …", "Call
 /// to posix_fallocate failed : No space left on device", "failed to extend /dev/shm/nccl-… to N bytes".
+/// NCCL `src/include/shm.h`: "Call to shm_open failed : Permission denied" before "Error while creating shared
+/// memory segment": `/dev/shm` refused the file (permissions, a read-only mount), not a lack of space.
+const NCCL_SHM_DENIED: Rule = any(
+    &["shm_open failed : permission denied"],
+    Kind::NotMemory,
+    Source::Nccl,
+)
+.with(Hint::Communication);
 const NCCL_SHM: Rule = any(
     &[
         "error while creating shared memory segment",
@@ -930,6 +985,10 @@ const SIGKILL_PHRASES: &[&str] = &[
     // Kubernetes' container status (`ContainerStateTerminated.exitCode`) and KServe's `lastFailureInfo`
     // in YAML: "exitCode: 137".
     "exitcode: 137",
+    // joblib/loky `process_executor.py` (`TerminatedWorkerError`): "The exit codes of the workers are
+    // {SIGKILL(-9)}"; gunicorn `arbiter.py`: "Worker (pid:N) was sent SIGKILL! Perhaps out of memory?".
+    "{sigkill(-9)}",
+    "was sent sigkill!",
 ];
 /// SIGBUS as the same launchers report it (torch.distributed.elastic "exitcode: -7", "Signal 7 (SIGBUS)"): a
 /// worker touched shared memory that `/dev/shm` could not back.
@@ -953,6 +1012,39 @@ const RAY_OOM: Rule = any(
     Source::Ray,
 );
 /// errno 12 ENOMEM "Cannot allocate memory" (`fork()` "OSError: [Errno 12]", mmap "… (12)").
+/// V8 `src/heap/heap.cc` (`Heap::FatalProcessOutOfMemory`): "FATAL ERROR: Reached heap limit Allocation
+/// failed - JavaScript heap out of memory" (also "… Ineffective mark-compacts near heap limit …"): the Node
+/// process's heap, host RAM up to `--max-old-space-size`.
+const V8_HEAP: Rule = any(&["javascript heap out of memory"], Kind::Host, Source::V8);
+/// Kaggle's notebook runner: "Your notebook tried to allocate more memory than is available. It has
+/// restarted." (the kernel was killed at the VM's RAM limit).
+const NOTEBOOK_RAM: Rule = any(
+    &["tried to allocate more memory than is available"],
+    Kind::Host,
+    Source::OomKiller,
+);
+/// CPython `Objects/bytesobject.c` via PyTorch's `torch/csrc/serialization.cpp` / pickling: "Could not
+/// allocate bytes object!" — a `bytes` buffer the size of a storage could not be allocated in host RAM.
+const BYTES_OBJECT: Rule = any(
+    &["could not allocate bytes object"],
+    Kind::Host,
+    Source::CpuAllocator,
+);
+/// `mlock` failing with ENOMEM: llama.cpp `llama-mmap.cpp` ("warning: failed to mlock N-byte buffer …: Cannot
+/// allocate memory\nTry increasing RLIMIT_MLOCK ('ulimit -l' as root).") — the locked-memory limit, a warning
+/// the load survives, not a lack of RAM.
+const MLOCK_LIMIT: Rule = any(
+    &["failed to mlock", "rlimit_mlock"],
+    Kind::NotMemory,
+    Source::LlamaCpp,
+);
+/// OpenBLAS `driver/others/memory.c`: "Program is Terminated. Because you tried to allocate too many memory
+/// regions." — more threads than `NUM_THREADS` the library was built with, a thread-count limit.
+const OPENBLAS_REGIONS: Rule = any(
+    &["too many memory regions"],
+    Kind::NotMemory,
+    Source::OpenBlas,
+);
 const ENOMEM: Rule = any(
     &["cannot allocate memory", "[errno 12]"],
     Kind::Host,
@@ -1072,6 +1164,26 @@ const DRIVER: Rule = any(
     Source::DriverTooOld,
 );
 /// PyTorch `aten/src/ATen/core/op_registration/adaption.cpp` (`common_device_check_failure`): "Expected all tensors to be on the same device".
+/// PyTorch's dtype checks (`aten/src/ATen/native/*`, `TensorIterator`): "expected scalar type Float but found
+/// Half", "expected mat1 and mat2 to have the same dtype"; Windows error 1224 (`ERROR_USER_MAPPED_FILE`, "The
+/// requested operation cannot be performed on a file with a user-mapped section open", safetensors writing
+/// over a file another process maps). Neither is memory.
+const DTYPE_OR_FILE_LOCK: Rule = any(
+    &[
+        "expected scalar type ",
+        "to have the same dtype",
+        "os { code: 1224",
+        "winerror 1224",
+        "使用用户映射区域打开的文件",
+    ],
+    Kind::NotMemory,
+    Source::CudaError,
+);
+/// Numba `cuda/cudadrv/driver.py` (`_check_error`): "Call to cuX results in CUDA_ERROR_Y" with any error but
+/// `CUDA_ERROR_OUT_OF_MEMORY` ([`CU_RESULT_OOM`]), even on a memory call (`cuMemAlloc` failing with
+/// `CUDA_ERROR_LAUNCH_FAILED` reports an earlier kernel's fault).
+const NUMBA_CUDA_ERROR: Rule =
+    check(numba_cuda_error, Kind::NotMemory, Source::Numba).with(Hint::CudaFault);
 const WRONG_DEVICE: Rule = any(
     // `torch/_prims_common` / meta-device dispatch: "Tensor on device cuda:0 is not on the expected device meta!"
     // (a module left on the meta device by offloading or `init_empty_weights`).
@@ -1089,6 +1201,8 @@ const WRONG_DEVICE: Rule = any(
 /// an HTML page: "invalid load key", on an empty file: "EOFError: Ran out of input".
 const CORRUPT: Rule = any(
     &[
+        // mmcv `runner/checkpoint.py` (`load_checkpoint`): "<path> is not a checkpoint file".
+        "is not a checkpoint file",
         "pytorchstreamreader failed",
         "failed finding central directory",
         "the file might be corrupted",
@@ -1526,6 +1640,9 @@ const RULES: &[Rule] = &[
     DS_WORKSPACE,
     VK_DEVICE_OOM,
     VK_HOST_OOM,
+    VK_ALLOC_CODE,
+    CUPY_OOM,
+    CU_RESULT_OOM,
     BNB_DISPATCH,
     VLLM_KV,
     VLLM_STARTUP,
@@ -1554,6 +1671,7 @@ const RULES: &[Rule] = &[
     LOADER_SHM,
     NCCL_CUDA_OOM,
     NCCL_CUDA_FAILURE,
+    NCCL_SHM_DENIED,
     NCCL_SHM,
     SHM_ENOSPC,
     ENOSPC,
@@ -1572,6 +1690,11 @@ const RULES: &[Rule] = &[
     SIGKILL,
     SIGBUS,
     RAY_OOM,
+    V8_HEAP,
+    NOTEBOOK_RAM,
+    BYTES_OBJECT,
+    MLOCK_LIMIT,
+    OPENBLAS_REGIONS,
     ENOMEM,
     PY_MEMORY_ERROR,
     NUMPY_ARRAY,
@@ -1589,6 +1712,8 @@ const RULES: &[Rule] = &[
     NO_KERNEL,
     HIP_NO_BINARY,
     DRIVER,
+    DTYPE_OR_FILE_LOCK,
+    NUMBA_CUDA_ERROR,
     WRONG_DEVICE,
     NO_CUDA,
     BF16_UNSUPPORTED,
@@ -1918,6 +2043,45 @@ fn runtime_says_not_oom(s: &Scan) -> bool {
 fn sigkill(s: &Scan) -> Option<usize> {
     let at = SIGKILL_PHRASES.iter().filter_map(|p| s.find(p)).min()?;
     (!runtime_says_not_oom(s)).then(|| s.orig(at))
+}
+
+/// The length of a leading `[rankN]:` (torch.distributed elastic's `--tee`/`local_ranks_filter` prefix),
+/// 0 when the line has none.
+fn rank_prefix_len(line: &str) -> usize {
+    let Some(rest) = line.strip_prefix("[rank") else {
+        return 0;
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits > 0 && rest[digits..].starts_with("]:") {
+        "[rank".len() + digits + 2
+    } else {
+        0
+    }
+}
+
+/// [`VK_ALLOC_CODE`]: "vkAllocateMemory" with the code -2 on the same line.
+fn vk_allocate_device_code(s: &Scan) -> Option<usize> {
+    s.low
+        .match_indices("vkallocatememory")
+        .map(|(i, _)| i)
+        .find(|&i| {
+            let w = window(&s.low, i, 160);
+            let w = w.split('\n').next().unwrap_or("");
+            ["errcode=-2", "error code -2", "result -2", "= -2", "(-2)"]
+                .iter()
+                .any(|c| w.contains(c))
+        })
+        .map(|i| s.orig(i))
+}
+
+/// [`NUMBA_CUDA_ERROR`]: Numba's "call to cu… results in cuda_error_…" naming an error other than out of
+/// memory.
+fn numba_cuda_error(s: &Scan) -> Option<usize> {
+    s.low
+        .match_indices(" results in cuda_error_")
+        .map(|(i, _)| i)
+        .find(|&i| !window(&s.low, i, 60).contains("cuda_error_out_of_memory"))
+        .map(|i| s.orig(i))
 }
 
 /// [`GGML_ASSERT`]: a ggml assertion whose condition is not the literal `false`.
