@@ -49,10 +49,15 @@ What is stubbed or patched, and why each is memory-exact (stated, not guessed):
   * transformers' `_ignore_causal_mask_sdpa` is told the padding mask is all ones (true for these unpadded
     batches): FakeTensors count as tracing, so transformers would otherwise build a dense [2B,1,S,S] mask and
     SDPA would leave the flash kernel; on a GPU `fast_all(padding_mask)` is True and `is_causal` is used.
-Not covered: GRPO, KTO, PPO. GRPO's training pass (`GRPOTrainer._compute_loss`) could run the same way on
-synthesised `_generate_and_score_completions` outputs (its reference log-probs are computed there, before the
-pass), but its fused-head mask (`labels[:, :-logits_to_keep] = -100`) is not all-true, so the boolean-index
-stand-in above would need the per-row completion count; not done in this pass.
+  grpo      `trl.GRPOTrainer._compute_loss` (trl/trainer/grpo_trainer.py), the training pass over what
+            `_generate_and_score_completions` hands it (prompt and completion ids and masks, advantages; with
+            TRL's default `beta=0.0` no reference log-probs; `old_per_token_logps` None, as when
+            `num_iterations == 1`): one forward of prompt+completion through TRL's fused LM head, whose labels
+            mask the prompt (`labels[:, :-logits_to_keep] = -100`), then the default `dapo` loss. The
+            rollout (generation) is not part of it: vramfit models it as its own moment. Its boolean masks
+            are not all-true: every completion here is unpadded and `completion_tokens` long, so the shifted
+            label mask `[B, P+C-1]` has exactly `B*C` true entries, and the stand-in uses that count.
+Not covered: KTO and PPO (both in `trl.experimental`, each with its own data path).
 
 Not part of CI (5-40 s a job on 2 cores; 54 jobs, about 15 min). Run by hand, then commit the output:
 
@@ -78,8 +83,12 @@ MODELS = ["qwen2.5-0.5b", "llama-3.2-1b", "llama-3.1-8b"]
 # The 8B model runs a subset: LoRA DPO and ORPO, and full DPO with checkpointing.
 BIG = {"llama-3.1-8b": ["dpo-lora-disabled", "orpo-lora", "dpo-full-refcopy-ckpt"]}
 SHAPES = [(1, 1024), (2, 2048)]  # (pairs per device = per_device_train_batch_size, tokens per sequence)
+# GRPO: (completions per device, prompt tokens, completion tokens); seq_len = prompt + completion.
+GRPO_SHAPES = [(4, 256, 768), (8, 512, 1536)]
 # (name, objective, mode, reference)
 VARIANTS = [
+    ("grpo-lora", "grpo", "lora", "none"),
+    ("grpo-full", "grpo", "full", "none"),
     ("dpo-full-refcopy", "dpo", "full", "copy"),
     ("dpo-lora-disabled", "dpo", "lora", "disabled-adapters"),
     ("orpo-full", "orpo", "full", "none"),
@@ -97,10 +106,14 @@ def jobs():
     for model in MODELS:
         for name, objective, mode, reference in VARIANTS:
             for ckpt in (True, False):
-                for b, s in SHAPES:
+                shapes = [(b, p + c, c) for b, p, c in GRPO_SHAPES] if objective == "grpo" else \
+                    [(b, s, 0) for b, s in SHAPES]
+                for b, s, completion in shapes:
                     if objective == "simpo" and (b, s) != (2, 2048):
                         continue
-                    base = f"{name}-{'ckpt' if ckpt else 'nockpt'}-{b}x{s}"
+                    if objective == "grpo" and model in BIG:
+                        continue
+                    base = f"{name}-{'ckpt' if ckpt else 'nockpt'}-{b}x{s}" + (f"c{completion}" if completion else "")
                     if model in BIG and not any(base.startswith(v + "-") for v in BIG[model]):
                         continue
                     for amp in (True, False):
@@ -109,6 +122,7 @@ def jobs():
                         yield {
                             "id": f"{model}/{base}{'' if amp else '-noamp'}",
                             "model": model, "objective": objective, "reference": reference,
+                            "completion_tokens": completion,
                             "job": {"model": models[model]["config"], "mode": mode, "dtype": "bf16",
                                     "optimizer": "adamw_fused", "lr": 1e-6, "batch_size": b, "seq_len": s,
                                     "steps": 2, "gradient_checkpointing": ckpt, "attn": "sdpa",
@@ -129,6 +143,12 @@ class _Metric:
 
     def item(self):
         return 0.0
+
+    def __getitem__(self, i):
+        return self
+
+    def clamp(self, *a, **k):
+        return self
 
     def __gt__(self, other):
         return True
@@ -151,12 +171,20 @@ class _Accel:
 
     gather = gather_for_metrics
 
+    def reduce(self, x, *a, **k):
+        return _Metric()
+
+    sync_gradients = True
+    is_main_process = True  # trl.extras.profiling times the call (report_to=[]: nothing is logged)
+    num_processes = 1
+
     @contextlib.contextmanager
     def autocast(self, *a, **k):
         yield
 
 
-def _bool_index_mode(torch):
+def _bool_index_mode(torch, count=lambda mask: mask.numel()):
+    """`count(mask)`: how many entries of `mask` are true (all of them, unless the job says otherwise)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     aten = torch.ops.aten
@@ -171,7 +199,7 @@ def _bool_index_mode(torch):
                 new = []
                 for i in idx:
                     if i is not None and i.dtype == torch.bool:
-                        nz = aten.empty.memory_format([i.numel(), i.dim()], dtype=torch.int64, device=i.device)
+                        nz = aten.empty.memory_format([count(i), i.dim()], dtype=torch.int64, device=i.device)
                         new += [aten.select.int(nz, 1, d) for d in range(i.dim())]
                         del nz
                     else:
@@ -179,7 +207,7 @@ def _bool_index_mode(torch):
                 return aten.index.Tensor(x, new)
             if func is aten.nonzero.default:
                 m = args[0]
-                return aten.empty.memory_format([m.numel(), m.dim()], dtype=torch.int64, device=m.device)
+                return aten.empty.memory_format([count(m), m.dim()], dtype=torch.int64, device=m.device)
             return func(*args, **kwargs)
 
     return BoolIndex()
@@ -279,7 +307,33 @@ def _wrap_like_accelerate(model, torch, dev, enabled):
 def make_trainer(objective, model, ref_model, dev, cfg_dir):
     from collections import defaultdict
 
-    if objective == "dpo":
+    if objective == "grpo":
+        from trl import GRPOConfig, GRPOTrainer
+        import trl.trainer.grpo_trainer as gt
+
+        args = GRPOConfig(output_dir=cfg_dir, report_to=[], bf16=False)
+        tr = object.__new__(GRPOTrainer)
+        tr.model, tr.ref_model = model, None
+        tr.beta = args.beta
+        tr.loss_type = args.loss_type
+        tr.epsilon_low = args.epsilon
+        tr.epsilon_high = args.epsilon_high if args.epsilon_high is not None else args.epsilon
+        tr.importance_sampling_level = args.importance_sampling_level
+        tr.top_entropy_quantile = args.top_entropy_quantile
+        tr.off_policy_mask_threshold = args.off_policy_mask_threshold
+        tr.use_vllm = False
+        tr.vllm_importance_sampling_correction = args.vllm_importance_sampling_correction
+        tr.entropy_coef = args.entropy_coef
+        tr.use_adaptive_entropy = args.use_adaptive_entropy
+        tr._entropy_bonus_enabled = tr.entropy_coef != 0.0 or tr.use_adaptive_entropy
+        tr.aux_loss_enabled = False
+        tr.current_gradient_accumulation_steps = 1
+        tr.max_completion_length = args.max_completion_length
+        tr.temperature = args.temperature
+        tr._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
+        # Metric reductions over a single process (`nanmin`/`nanmax` of a gathered tensor): no GPU memory.
+        gt.nanmin = gt.nanmax = lambda x: _Metric()
+    elif objective == "dpo":
         from trl import DPOConfig, DPOTrainer
 
         args = DPOConfig(output_dir=cfg_dir, report_to=[], bf16=False)  # bf16=True: applied by hand (no GPU here)
@@ -337,12 +391,19 @@ def torch_device(dev):
     return torch.device(dev)
 
 
-def make_inputs(objective, B, S, vocab, dev, oracle, torch):
+def make_inputs(objective, B, S, vocab, dev, oracle, torch, completion=0):
     """DataCollatorForPreference (DPO) / DPODataCollatorWithPadding (ORPO, CPO) outputs for unpadded pairs whose
     completion is the whole sequence."""
     ids = lambda *s: torch.randint(0, vocab, s, device=dev)  # noqa: E731
     ones = lambda *s: torch.ones(s, dtype=torch.long, device=dev)  # noqa: E731
-    if objective == "dpo":
+    if objective == "grpo":
+        C = completion
+        P = S - C
+        inp = {"prompt_ids": ids(B, P), "prompt_mask": ones(B, P), "completion_ids": ids(B, C),
+               "completion_mask": ones(B, C),
+               "advantages": torch.zeros(B, dtype=torch.float32, device=dev),
+               "num_items_in_batch": torch.tensor(float(B * C), device=dev)}
+    elif objective == "dpo":
         inp = {"input_ids": ids(2 * B, S), "attention_mask": ones(2 * B, S), "completion_mask": ones(2 * B, S)}
     else:
         inp = {}
@@ -379,6 +440,9 @@ def run(spec) -> dict:
     if reference == "copy":
         ref, _, _ = fp.build_model({**job, "mode": "inference"}, fake_mode)
     peft_model = isinstance(model, PeftModel)
+    if objective == "grpo":  # GRPOTrainer.__init__
+        add_fused_lm_head(model.get_base_model() if peft_model else model, temperature=1.0,
+                          cast_lm_head_to_fp32=False, outputs=("log_probs", "entropy"))
     if objective == "dpo":  # DPOTrainer.__init__
         add_fused_lm_head(model.get_base_model() if peft_model else model,
                           outputs=("log_probs", "entropy", "mean_logits", "is_top1"))
@@ -407,18 +471,25 @@ def run(spec) -> dict:
         oracle.module_names.update(names)
     for p in trainable:
         hooks.append(p.register_post_accumulate_grad_hook(lambda p: oracle.track(p.grad, "grads")))
-    bool_index = _bool_index_mode(torch)
+    if objective == "grpo":  # the shifted label mask [B, P+C-1] keeps the C completion positions of each row
+        B, S, C = job["batch_size"], job["seq_len"], spec["completion_tokens"]
+        bool_index = _bool_index_mode(torch, lambda m: B * C if tuple(m.shape) == (B, S - 1) else m.numel())
+    else:
+        bool_index = _bool_index_mode(torch)
     end_of_step = []
     result = {}
     try:
         with fake_mode, oracle, bool_index:
             inputs = make_inputs(objective, job["batch_size"], job["seq_len"], cfg.get_text_config().vocab_size,
-                                 dev, oracle, torch)
+                                 dev, oracle, torch, spec["completion_tokens"])
             opt = fp.make_optimizer(job, trainable)
             for step in range(job["steps"]):
                 model.train()
                 oracle.phase = f"forward.{step}"
-                loss = trainer.compute_loss(model, inputs)  # Trainer.training_step
+                if objective == "grpo":  # GRPOTrainer.compute_loss -> _compute_loss
+                    loss = trainer._compute_loss(model, inputs)
+                else:
+                    loss = trainer.compute_loss(model, inputs)  # Trainer.training_step
                 if step == 0:
                     result["after_forward0_gib"] = fp._gib_dict(oracle.snapshot())
                 oracle.phase = f"backward.{step}"
@@ -458,7 +529,7 @@ def run(spec) -> dict:
         "n_aten_ops": oracle.n_ops,
         "elapsed_s": round(time.time() - t0, 1),
         "trainer_defaults": {k: getattr(args, k) for k in ("beta", "loss_type", "max_grad_norm", "cpo_alpha",
-                                                           "simpo_gamma") if hasattr(args, k)},
+                                                           "simpo_gamma", "epsilon", "num_generations") if hasattr(args, k)},
     }
 
 
@@ -481,6 +552,7 @@ def main():
             continue
         head = {"id": j["id"], "runner": "trl", "trl_version": trl.__version__, "model": j["model"],
                 "objective": j["objective"], "reference": j["reference"],
+                "completion_tokens": j["completion_tokens"],
                 "job": {k: v for k, v in j["job"].items() if k != "model"}}
         try:
             rec = {**head, **run(j)}

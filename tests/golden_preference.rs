@@ -20,7 +20,15 @@ const TOLERANCE_PCT: f64 = 3.0;
 
 /// `(id pattern, mechanism)`: jobs whose miss is explained, not tolerated. A pattern matches an id that
 /// contains it; one ending in `$` must end the id. First match wins.
-const KNOWN_GAPS: &[(&str, &str)] = &[];
+/// GRPO full fine-tuning with checkpointing at 8 × 2048 tokens: the peak is the bottom layer's backward
+/// (`BackwardPeak::first_layer`, beside every gradient but that layer's). vramfit takes that layer's
+/// recomputed activations and its whole backward working set together; at the oracle's peak op
+/// (`MulBackward0` in the MLP) part of that working set is not yet formed. Which part was not separated:
+/// vramfit is over by 3.4% (Llama 3.2 1B's twin is within 2.4%).
+const BOTTOM_LAYER: &str =
+    "bottom layer's backward: its whole working set counted at once (+3.4%, over)";
+
+const KNOWN_GAPS: &[(&str, &str)] = &[("qwen2.5-0.5b/grpo-full-ckpt-8x2048c1536$", BOTTOM_LAYER)];
 
 /// DPO jobs that `LossImpl::Fused` must describe within the tolerance (see the assertion).
 const FUSED_EXACT: &[&str] = &[
@@ -59,7 +67,9 @@ fn job_of(rec: &Value, loss: LossImpl) -> Job {
         },
         // Pairs per device; vramfit doubles them for paired objectives (`Objective::sequences_per_example`).
         micro_batch: j["batch_size"].as_u64().unwrap() as u32,
-        seq_len: j["seq_len"].as_u64().unwrap() as u32,
+        // GRPO's `seq_len` is the prompt: vramfit adds `completion_tokens` (`normalize`).
+        seq_len: j["seq_len"].as_u64().unwrap() as u32
+            - rec["completion_tokens"].as_u64().unwrap_or(0) as u32,
         grad_accum: 1,
         checkpointing: if j["gradient_checkpointing"].as_bool().unwrap() {
             Checkpointing::Layer
@@ -72,6 +82,7 @@ fn job_of(rec: &Value, loss: LossImpl) -> Job {
             "dpo" => Objective::Dpo,
             "orpo" => Objective::Orpo,
             "simpo" => Objective::Simpo,
+            "grpo" => Objective::Grpo,
             other => panic!("objective {other}"),
         },
         reference: match rec["reference"].as_str().unwrap() {
@@ -80,7 +91,25 @@ fn job_of(rec: &Value, loss: LossImpl) -> Job {
             "none" => Reference::None,
             other => panic!("reference {other}"),
         },
+        grpo: vramfit::model::preference::Grpo {
+            completion_tokens: rec["completion_tokens"].as_u64().unwrap_or(0) as u32,
+            ..Default::default()
+        },
         ..Job::default()
+    }
+}
+
+/// The oracle's figure to compare with: the whole step's peak, except for GRPO, whose oracle runs the
+/// training pass only (`GRPOTrainer._compute_loss` on a finished rollout): its moments without the rollout.
+fn compared_peak(rec: &Value, e: &Estimate) -> f64 {
+    if rec["objective"] == "grpo" {
+        e.phases
+            .iter()
+            .filter(|(p, _)| !matches!(p, Phase::Generation | Phase::Prefill))
+            .map(|(_, b)| *b)
+            .fold(0.0, f64::max)
+    } else {
+        e.peak_allocated
     }
 }
 
@@ -113,14 +142,15 @@ fn preference_tuning_matches_the_oracle_running_trl() {
         let trainable = rec["params_trainable"].as_f64().unwrap();
         assert_eq!(e.trainable_params, trainable, "{id}: trainable parameters");
         let oracle = rec["peak_allocated_bytes"].as_f64().unwrap();
-        let err = (e.peak_allocated - oracle) / oracle * 100.0;
-        let err_fused = (fused.peak_allocated - oracle) / oracle * 100.0;
+        let (peak, peak_fused) = (compared_peak(&rec, &e), compared_peak(&rec, &fused));
+        let err = (peak - oracle) / oracle * 100.0;
+        let err_fused = (peak_fused - oracle) / oracle * 100.0;
         let gap = known_gap(id);
         report += &format!(
             "{id:<46} oracle {:>7.3} GiB  vramfit {:>7.3} GiB  {err:+7.1}%   (fused-loss {:>7.3} GiB {err_fused:+7.1}%){}\n",
             oracle / GIB,
-            e.peak_allocated / GIB,
-            fused.peak_allocated / GIB,
+            peak / GIB,
+            peak_fused / GIB,
             if gap.is_some() { "  [known gap]" } else { "" }
         );
         errs.push((id.to_string(), err, gap));

@@ -74,25 +74,31 @@ fn zero3_gathers_the_policy_for_generation() {
     assert!(close(e.gpu_bytes(Component::Weights), 16_060_522_496.0));
 }
 
-/// GRPO's training logits cover the completion only (`logits_to_keep`): with prompt 2048 and completion
-/// 256 the loss buffers are those of 4 × 257 positions, 12 B × 1028 × 128,256 = 1,582,166,016 B, as SFT's
-/// over 4 sequences of 257 tokens (without checkpointing the loss's backward is the peak of both).
+/// GRPO through TRL's own trainer scores the completion with TRL's fused LM head (`add_fused_lm_head`; the
+/// labels mask the prompt, and the head keeps only labelled positions): with 4 completions of 256 tokens after a
+/// 2048-token prompt it scores N = 4 × 256 = 1,024 tokens: one logit tile, 1,024 × 32,768 × 2 B =
+/// 67,108,864 B, and the compact hidden states with their fp32 gradient and its 16-bit cast, 1,024 × 4,096 ×
+/// (2 + 4 + 2) B = 33,554,432 B: 100,663,296 B, where the model's own loss would have kept 12 B for each of
+/// the 4 × 257 × 128,256 completion logits (1,582,166,016 B). The loss setting does not change it: TRL
+/// refuses Liger's fused linear cross-entropy beside its own head (`GRPOTrainer.__init__` raises).
 #[test]
-fn grpo_trains_on_completion_logits() {
+fn grpo_scores_the_completion_through_trls_fused_head() {
     let job = Job {
         checkpointing: Checkpointing::Off,
         ..grpo(4, 1, 2048, 256)
     };
-    let sft = Job {
-        micro_batch: 4,
-        seq_len: 257,
-        checkpointing: Checkpointing::Off,
-        ..Job::default()
+    let loss = |job: &Job| {
+        let (job, _) = vramfit::model::normalize::normalize(job);
+        vramfit::model::loss::loss_bytes(&job, &vramfit::model::shapes::Shapes::of(&job))
     };
-    let (g, s) = (estimate(&job), estimate(&sft));
-    assert_eq!((g.phase, s.phase), (Phase::Backward, Phase::Backward));
-    assert!(close(g.gpu_bytes(Component::Logits), 1_582_166_016.0));
-    assert!(close(s.gpu_bytes(Component::Logits), 1_582_166_016.0));
+    assert!(close(loss(&job), 100_663_296.0));
+    let fused = Job {
+        loss: LossImpl::Fused,
+        ..job.clone()
+    };
+    assert!(close(loss(&fused), 100_663_296.0));
+    // So small a loss leaves the peak to a decoder layer's backward.
+    assert_eq!(estimate(&job).gpu_bytes(Component::Logits), 0.0);
 }
 
 /// Full PPO, pure bf16 with AdamW (16-bit moments, 4 B per parameter), one GPU, reference copy, no

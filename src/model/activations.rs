@@ -588,6 +588,11 @@ pub struct BackwardPeak {
     pub scores: f64,
     /// The loss's buffers (`loss::loss_bytes`), when its backward is the peak.
     pub logits: f64,
+    /// The bottom decoder layer's backward, the last one reached: its saved (or recomputed) activations, its
+    /// checkpointed input and its gradient buffers, every layer above having freed its own. Beside it every
+    /// gradient but the input embedding's is stored (`gradients::Gradients::last_to_arrive`), which is
+    /// backward's peak when the loss keeps little (a fused LM head) and the weights train.
+    pub first_layer: f64,
 }
 
 /// The larger of backward's two peaks in turn: the loss's backward with every saved activation alive, then
@@ -641,6 +646,14 @@ pub fn backward_peak(job: &Job, s: &Shapes, loss: f64) -> BackwardPeak {
     let (head_saved, head_backward) = tied_token_head(job, s);
     let head_saved = head_saved + autocast_head_cast(job, s);
     let loss = loss.max(head_backward);
+    let first_layer = layer_work
+        + match job.checkpointing {
+            Checkpointing::Off => recomputed * (largest_layer + scores_layer),
+            Checkpointing::Layer => recomputed * layer_input + recomputed_acts + recomputed_scores,
+            Checkpointing::Offload => {
+                2.0 * recomputed * layer_input + recomputed_acts + recomputed_scores
+            }
+        };
     let loss_phase = saved_acts + saved_scores + final_norm + head_saved + loss;
     let layer_phase = saved_acts + saved_scores + recomputed_acts + recomputed_scores + layer_work;
     if loss_phase >= layer_phase {
@@ -648,12 +661,14 @@ pub fn backward_peak(job: &Job, s: &Shapes, loss: f64) -> BackwardPeak {
             activations: saved_acts + final_norm + head_saved,
             scores: saved_scores,
             logits: loss,
+            first_layer,
         }
     } else {
         BackwardPeak {
             activations: saved_acts + recomputed_acts + layer_work,
             scores: saved_scores + recomputed_scores,
             logits: 0.0,
+            first_layer,
         }
     }
 }

@@ -194,6 +194,10 @@ pub struct Estimate {
     pub fit_band: Band,
     /// When the peak happens.
     pub phase: Phase,
+    /// Live tensors at each moment of the step, bytes, in the timeline's order (an RL job's rollout and its
+    /// training pass apart, for instance).
+    #[serde(default)]
+    pub phases: Vec<(Phase, f64)>,
     /// Host RAM for the whole machine (all ranks), by component.
     pub host: Vec<Part<HostComponent>>,
     /// Host RAM total, bytes.
@@ -241,6 +245,11 @@ pub fn estimate(job: &Job) -> Estimate {
         .moments
         .get(replay.moment)
         .map_or(Phase::Prefill, |m| m.phase);
+    let phases = timeline
+        .moments
+        .iter()
+        .map(|m| (m.phase, m.allocated()))
+        .collect();
     let gpu = breakdown(timeline, &replay, context);
     let fit_need = device_total - replay.cache;
     let vision = &terms.vision;
@@ -254,6 +263,7 @@ pub fn estimate(job: &Job) -> Estimate {
         fit_need,
         fit_band: band(job, fit_need),
         phase: followed,
+        phases,
         host,
         host_total,
         params: s.params,
@@ -440,6 +450,23 @@ fn timeline(job: &Job, s: &Shapes, t: &Terms) -> Timeline {
             )
             .transient(C::VisionTower, vision.saved);
         moments.push(backward);
+
+        // The bottom layer's backward: every gradient but the embedding's stored.
+        let mut first_layer = base(Phase::Backward, 0.0);
+        first_layer
+            .held(C::Gradients, grads - t.gradients.last_to_arrive)
+            .transient(C::Activations, b.first_layer)
+            .transient(C::Temporary, t.temporaries);
+        models(
+            &mut first_layer,
+            side.engine_training,
+            kept(side.value_grads),
+        );
+        first_layer.held(
+            C::VisionTower,
+            vision.resident + vision.pixels + vision.saved + kept(vision.grads),
+        );
+        moments.push(first_layer);
 
         let tied = tied_embedding_sum(job, s);
         let mut end = base(Phase::EndOfBackward, 0.0);

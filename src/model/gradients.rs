@@ -24,6 +24,11 @@ pub struct Gradients {
     /// Frozen weights an FSDP1 shared FlatParameter leaves unsharded after backward, alive at the optimizer
     /// step (counted with the weights there).
     pub unresharded: f64,
+    /// Gradients not yet stored while the bottom decoder layer runs its backward, the last layer reached:
+    /// that layer's own weights' (they arrive one by one as its ops run backward) and an untied, trained
+    /// input embedding's, which the lookup's backward forms after every layer's (a tied one has the LM
+    /// head's share early, in autograd's input buffer until the lookup's is added).
+    pub last_to_arrive: f64,
 }
 
 /// The gradients on the busiest GPU.
@@ -48,16 +53,35 @@ pub fn gradients(job: &Job, s: &Shapes) -> Gradients {
         && job.mode == Mode::Lora
         && !s.quantized
         && job.frozen_sharding != FrozenSharding::Separate;
+    let embedding_trained = matches!(job.mode, Mode::Full | Mode::Badam | Mode::Lisa)
+        || (matches!(job.mode, Mode::Lora | Mode::Qlora) && job.lora.train_embed);
+    let layers_trained = matches!(
+        job.mode,
+        Mode::Full | Mode::Badam | Mode::Lisa | Mode::Freeze
+    );
+    let last_to_arrive = if full_tuning::fused_update(job) {
+        0.0
+    } else {
+        let embedding = if embedding_trained && !job.arch.tied_embeddings {
+            p.embedding
+        } else {
+            0.0
+        };
+        let bottom_layer = if layers_trained { p.per_layer } else { 0.0 };
+        ((embedding + bottom_layer) * grad_bytes(job) * s.shard(2) * s.train_share).min(main)
+    };
     if !shared_flat {
         return Gradients {
             stored: main,
             unresharded: 0.0,
+            last_to_arrive,
         };
     }
     let frozen_decoder = p.per_layer * f64::from(job.arch.layers) * s.working;
     let no_reshard = job.frozen_sharding == FrozenSharding::SharedFlatNoReshard
         || job.versions.torch <= Version::new(2, 1);
     Gradients {
+        last_to_arrive,
         stored: main + frozen_decoder / s.gpus,
         unresharded: if no_reshard {
             frozen_decoder * (1.0 - 1.0 / s.gpus)
