@@ -442,6 +442,14 @@ const CUPY_OOM: Rule = any(
 /// A CUDA driver call's `CUresult` 2 (`CUDA_ERROR_OUT_OF_MEMORY`, `cuda.h`) as wrappers print it:
 /// torch_memory_saver "CUresult error result=2 … func=cu_mem_create", Numba "Call to cuMemAlloc results in
 /// CUDA_ERROR_OUT_OF_MEMORY".
+/// vllm.rs (`src/core/kvcache_allocator.rs`): "KVCache allocation failed: Insufficient GPU memory for KVCache
+/// allocation. Available: X MB, Required: Y MB".
+const VLLM_RS_KV: Rule = any(
+    &["insufficient gpu memory for kvcache"],
+    Kind::Gpu,
+    Source::Vllm,
+)
+.with(Hint::VllmKvCache);
 const CU_RESULT_OOM: Rule = any(
     &[
         "curesult error result=2 ",
@@ -570,6 +578,9 @@ const TRT_OOM: Rule = any(
         // TensorRT 7's builder (`builder/tacticOptimizer.cpp`): "GPU memory allocation error during
         // getBestTactic: <layer>".
         "gpu memory allocation error during getbesttactic",
+        // TensorRT ≥ 8 builder: "Skipping tactic N due to insufficient memory on requested size of X detected
+        // for tactic …" (the device's free memory is below the tactic's workspace).
+        "due to insufficient memory on requested size",
         "defaultallocator::allocate: 2 (out of memory)",
     ],
     Kind::Gpu,
@@ -824,6 +835,11 @@ const NCCL_CUDA_FAILURE: Rule = check(nccl_cuda_failure_other, Kind::NotMemory, 
 /// to posix_fallocate failed : No space left on device", "failed to extend /dev/shm/nccl-… to N bytes".
 /// NCCL `src/include/shm.h`: "Call to shm_open failed : Permission denied" before "Error while creating shared
 /// memory segment": `/dev/shm` refused the file (permissions, a read-only mount), not a lack of space.
+/// CPython `Modules/_multiprocessing/semaphore.c`: `SemLock` creates a POSIX semaphore with `sem_open`, which
+/// Linux keeps in `/dev/shm`, so "OSError: [Errno 28] No space left on device" from `_multiprocessing.SemLock`
+/// is a full `/dev/shm` (a container's 64 MB default), RAM rather than disk.
+const SEMLOCK_SHM: Rule =
+    check(semlock_enospc, Kind::Host, Source::SharedMemory).with(Hint::SharedMemory);
 const NCCL_SHM_DENIED: Rule = any(
     &["shm_open failed : permission denied"],
     Kind::NotMemory,
@@ -989,6 +1005,12 @@ const SIGKILL_PHRASES: &[&str] = &[
     // {SIGKILL(-9)}"; gunicorn `arbiter.py`: "Worker (pid:N) was sent SIGKILL! Perhaps out of memory?".
     "{sigkill(-9)}",
     "was sent sigkill!",
+    // gdb: "Program terminated with signal SIGKILL, Killed."; a launcher's "exit code -9" (SIGKILL's
+    // negative return code from `subprocess`).
+    "terminated with signal sigkill",
+    "exit code -9 ",
+    "exit code -9.",
+    "exit code: -9 ",
 ];
 /// SIGBUS as the same launchers report it (torch.distributed.elastic "exitcode: -7", "Signal 7 (SIGBUS)"): a
 /// worker touched shared memory that `/dev/shm` could not back.
@@ -1179,6 +1201,17 @@ const DTYPE_OR_FILE_LOCK: Rule = any(
     Kind::NotMemory,
     Source::CudaError,
 );
+/// A CUDA extension built without the toolkit: flash-attn's `setup.py` (`raise_if_cuda_home_none`), PyTorch
+/// `torch/utils/cpp_extension.py` ("CUDA_HOME environment variable is not set"): an install problem.
+const CUDA_HOME_MISSING: Rule = any(
+    &[
+        "raise_if_cuda_home_none",
+        "cuda_home environment variable is not set",
+    ],
+    Kind::NotMemory,
+    Source::CudaError,
+)
+.with(Hint::WrongBuild);
 /// Numba `cuda/cudadrv/driver.py` (`_check_error`): "Call to cuX results in CUDA_ERROR_Y" with any error but
 /// `CUDA_ERROR_OUT_OF_MEMORY` ([`CU_RESULT_OOM`]), even on a memory call (`cuMemAlloc` failing with
 /// `CUDA_ERROR_LAUNCH_FAILED` reports an earlier kernel's fault).
@@ -1546,6 +1579,9 @@ const MODEL_MISMATCH: Rule = any(
         "copying a param with shape",
         "weights only load failed",
         "transformers does not recognize this architecture",
+        // `F.linear` on a weight of the wrong shape (a LoRA built for another model, a packed 4-bit weight
+        // used unpacked): "mat1 and mat2 shapes cannot be multiplied (AxB and CxD)".
+        "mat1 and mat2 shapes cannot be multiplied",
     ],
     Kind::NotMemory,
     Source::CorruptCheckpoint,
@@ -1642,6 +1678,7 @@ const RULES: &[Rule] = &[
     VK_HOST_OOM,
     VK_ALLOC_CODE,
     CUPY_OOM,
+    VLLM_RS_KV,
     CU_RESULT_OOM,
     BNB_DISPATCH,
     VLLM_KV,
@@ -1672,6 +1709,7 @@ const RULES: &[Rule] = &[
     NCCL_CUDA_OOM,
     NCCL_CUDA_FAILURE,
     NCCL_SHM_DENIED,
+    SEMLOCK_SHM,
     NCCL_SHM,
     SHM_ENOSPC,
     ENOSPC,
@@ -1713,6 +1751,7 @@ const RULES: &[Rule] = &[
     HIP_NO_BINARY,
     DRIVER,
     DTYPE_OR_FILE_LOCK,
+    CUDA_HOME_MISSING,
     NUMBA_CUDA_ERROR,
     WRONG_DEVICE,
     NO_CUDA,
@@ -1990,6 +2029,16 @@ fn killed_line(s: &Scan) -> Option<usize> {
                 return Some(here);
             }
         }
+        // The same inside a sentence: "Loading checkpoint shards:   0%| Killed，…" (a progress bar quoted in
+        // prose, the word followed by punctuation, not by more of a word).
+        let after_bar = low.match_indices("killed").any(|(i, _)| {
+            let before = low[..i].trim_end();
+            let next = low[i + "killed".len()..].chars().next();
+            before.ends_with(['|', ']', '%']) && next.is_none_or(|c| !c.is_alphanumeric())
+        });
+        if after_bar {
+            return Some(here);
+        }
         // bash "line 28:  7 Killed  cmd", "[1]+  Killed  cmd"; zsh "[1]  26478 killed  cmd".
         let words: Vec<&str> = low.split_whitespace().collect();
         let job = |w: &str| {
@@ -2057,6 +2106,13 @@ fn rank_prefix_len(line: &str) -> usize {
     } else {
         0
     }
+}
+
+/// [`SEMLOCK_SHM`]: `SemLock` beside errno 28.
+fn semlock_enospc(s: &Scan) -> Option<usize> {
+    let at = s.find("semlock")?;
+    let near = window(&s.low, at, 200);
+    (near.contains("errno 28") || near.contains("no space left on device")).then(|| s.orig(at))
 }
 
 /// [`VK_ALLOC_CODE`]: "vkAllocateMemory" with the code -2 on the same line.
