@@ -57,7 +57,15 @@ What is stubbed or patched, and why each is memory-exact (stated, not guessed):
             rollout (generation) is not part of it: vramfit models it as its own moment. Its boolean masks
             are not all-true: every completion here is unpadded and `completion_tokens` long, so the shifted
             label mask `[B, P+C-1]` has exactly `B*C` true entries, and the stand-in uses that count.
-Not covered: KTO and PPO (both in `trl.experimental`, each with its own data path).
+  kto       `trl.KTOTrainer._compute_loss` (trl/trainer/kto_trainer.py): the KL batch (each example's prompt
+            with its neighbour's completion) through the policy under no_grad, the policy's forward, then the
+            reference's KL and completion forwards under no_grad (a copy, or the policy with its adapters
+            disabled), all through TRL's fused LM head; DataCollatorForUnpairedPreference outputs with every
+            completion spanning its sequence (prompt length 0, as for DPO), half the batch desirable. Its
+            scalar `kl` is gathered and fed back into the loss, so for KTO the metric gather returns its input
+            (a single-process gather does) and `.item()` / truth tests on fake tensors answer 0.0 / True (a
+            host read of a scalar: no GPU memory). The label mask `[B]` has B/2 true entries.
+Not covered: PPO (`trl.experimental.ppo`, its own rollout loop).
 
 Not part of CI (5-40 s a job on 2 cores; 54 jobs, about 15 min). Run by hand, then commit the output:
 
@@ -89,6 +97,8 @@ GRPO_SHAPES = [(4, 256, 768), (8, 512, 1536)]
 VARIANTS = [
     ("grpo-lora", "grpo", "lora", "none"),
     ("grpo-full", "grpo", "full", "none"),
+    ("kto-lora-disabled", "kto", "lora", "disabled-adapters"),
+    ("kto-full-refcopy", "kto", "full", "copy"),
     ("dpo-full-refcopy", "dpo", "full", "copy"),
     ("dpo-lora-disabled", "dpo", "lora", "disabled-adapters"),
     ("orpo-full", "orpo", "full", "none"),
@@ -106,12 +116,16 @@ def jobs():
     for model in MODELS:
         for name, objective, mode, reference in VARIANTS:
             for ckpt in (True, False):
-                shapes = [(b, p + c, c) for b, p, c in GRPO_SHAPES] if objective == "grpo" else \
-                    [(b, s, 0) for b, s in SHAPES]
+                if objective == "grpo":
+                    shapes = [(b, p + c, c) for b, p, c in GRPO_SHAPES]
+                elif objective == "kto":  # unpaired: twice the examples of a pair batch (KTO needs B > 1)
+                    shapes = [(2 * b, s, 0) for b, s in SHAPES]
+                else:
+                    shapes = [(b, s, 0) for b, s in SHAPES]
                 for b, s, completion in shapes:
                     if objective == "simpo" and (b, s) != (2, 2048):
                         continue
-                    if objective == "grpo" and model in BIG:
+                    if objective in ("grpo", "kto") and model in BIG:
                         continue
                     base = f"{name}-{'ckpt' if ckpt else 'nockpt'}-{b}x{s}" + (f"c{completion}" if completion else "")
                     if model in BIG and not any(base.startswith(v + "-") for v in BIG[model]):
@@ -181,6 +195,34 @@ class _Accel:
     @contextlib.contextmanager
     def autocast(self, *a, **k):
         yield
+
+
+class _IdentityAccel(_Accel):
+    """KTO's accelerator: a single-process gather returns its input (KTO feeds the gathered `kl` back into the
+    loss, so it must stay a tensor)."""
+
+    def gather_for_metrics(self, x, *a, **k):
+        return x
+
+    gather = gather_for_metrics
+
+
+@contextlib.contextmanager
+def _scalar_reads(torch):
+    """`.item()` and truth tests on fake tensors (host reads of a scalar, no GPU memory) answer 0.0 / True."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    saved = FakeTensor.item, getattr(FakeTensor, "__bool__", None)
+    FakeTensor.item = lambda self: 0.0
+    FakeTensor.__bool__ = lambda self: True
+    try:
+        yield
+    finally:
+        FakeTensor.item = saved[0]
+        if saved[1] is None:
+            del FakeTensor.__bool__
+        else:
+            FakeTensor.__bool__ = saved[1]
 
 
 def _bool_index_mode(torch, count=lambda mask: mask.numel()):
@@ -307,7 +349,24 @@ def _wrap_like_accelerate(model, torch, dev, enabled):
 def make_trainer(objective, model, ref_model, dev, cfg_dir):
     from collections import defaultdict
 
-    if objective == "grpo":
+    if objective == "kto":
+        from trl import KTOConfig, KTOTrainer
+
+        args = KTOConfig(output_dir=cfg_dir, report_to=[], bf16=False)
+        tr = object.__new__(KTOTrainer)
+        tr.model, tr.ref_model = model, ref_model
+        tr.beta = args.beta
+        tr.precompute_ref_logps = args.precompute_ref_log_probs
+        tr.loss_type = args.loss_type
+        tr.desirable_weight = args.desirable_weight
+        tr.undesirable_weight = args.undesirable_weight
+        tr.calculate_KL = args.loss_type not in ["apo_zero_unpaired"]
+        tr.aux_loss_enabled = False
+        tr._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
+        tr._total_train_tokens = 0
+        tr._tp_size = 1
+        tr.maybe_activation_offload_context = contextlib.nullcontext()
+    elif objective == "grpo":
         from trl import GRPOConfig, GRPOTrainer
         import trl.trainer.grpo_trainer as gt
 
@@ -381,7 +440,7 @@ def make_trainer(objective, model, ref_model, dev, cfg_dir):
             tr.aux_loss_coef = 0.0
     tr.args = types.SimpleNamespace(**{k: getattr(args, k) for k in vars(args) if not k.startswith("_")})
     tr.args.device = torch_device(dev)
-    tr.accelerator = _Accel(torch_device(dev))
+    tr.accelerator = (_IdentityAccel if objective == "kto" else _Accel)(torch_device(dev))
     return tr, args
 
 
@@ -396,7 +455,13 @@ def make_inputs(objective, B, S, vocab, dev, oracle, torch, completion=0):
     completion is the whole sequence."""
     ids = lambda *s: torch.randint(0, vocab, s, device=dev)  # noqa: E731
     ones = lambda *s: torch.ones(s, dtype=torch.long, device=dev)  # noqa: E731
-    if objective == "grpo":
+    if objective == "kto":
+        half = B // 2
+        inp = {"input_ids": ids(B, S), "attention_mask": ones(B, S), "completion_mask": ones(B, S),
+               "KL_input_ids": ids(B, S), "KL_attention_mask": ones(B, S), "KL_completion_mask": ones(B, S),
+               "label": torch.cat([torch.ones(half, dtype=torch.bool, device=dev),
+                                   torch.zeros(B - half, dtype=torch.bool, device=dev)])}
+    elif objective == "grpo":
         C = completion
         P = S - C
         inp = {"prompt_ids": ids(B, P), "prompt_mask": ones(B, P), "completion_ids": ids(B, C),
@@ -440,6 +505,11 @@ def run(spec) -> dict:
     if reference == "copy":
         ref, _, _ = fp.build_model({**job, "mode": "inference"}, fake_mode)
     peft_model = isinstance(model, PeftModel)
+    if objective == "kto":  # KTOTrainer.__init__
+        add_fused_lm_head(model.get_base_model() if peft_model else model,
+                          outputs=("log_probs", "entropy", "mean_logits"))
+        if ref is not None:
+            add_fused_lm_head(ref)
     if objective == "grpo":  # GRPOTrainer.__init__
         add_fused_lm_head(model.get_base_model() if peft_model else model, temperature=1.0,
                           cast_lm_head_to_fp32=False, outputs=("log_probs", "entropy"))
@@ -474,12 +544,16 @@ def run(spec) -> dict:
     if objective == "grpo":  # the shifted label mask [B, P+C-1] keeps the C completion positions of each row
         B, S, C = job["batch_size"], job["seq_len"], spec["completion_tokens"]
         bool_index = _bool_index_mode(torch, lambda m: B * C if tuple(m.shape) == (B, S - 1) else m.numel())
+    elif objective == "kto":  # the label mask [B] marks half the batch desirable
+        B = job["batch_size"]
+        bool_index = _bool_index_mode(torch, lambda m: B // 2 if tuple(m.shape) == (B,) else m.numel())
     else:
         bool_index = _bool_index_mode(torch)
     end_of_step = []
     result = {}
     try:
-        with fake_mode, oracle, bool_index:
+        reads = _scalar_reads(torch) if objective == "kto" else contextlib.nullcontext()
+        with fake_mode, oracle, bool_index, reads:
             inputs = make_inputs(objective, job["batch_size"], job["seq_len"], cfg.get_text_config().vocab_size,
                                  dev, oracle, torch, spec["completion_tokens"])
             opt = fp.make_optimizer(job, trainable)

@@ -83,6 +83,7 @@ fn job_of(rec: &Value, loss: LossImpl) -> Job {
             "orpo" => Objective::Orpo,
             "simpo" => Objective::Simpo,
             "grpo" => Objective::Grpo,
+            "kto" => Objective::Kto,
             other => panic!("objective {other}"),
         },
         reference: match rec["reference"].as_str().unwrap() {

@@ -27,13 +27,15 @@ pub fn loss_bytes_per_logit(loss: LossImpl) -> f64 {
 /// The loss's bytes on the busiest GPU of a training step: [`loss_bytes_per_logit`] × tokens × vocabulary,
 /// split by tensor parallelism (a vocabulary-parallel LM head). A reward model's scalar head makes no
 /// vocabulary logits; GRPO computes the completion's only (`preference::logit_share`); TRL's DPO never
-/// builds the logits, nor does its GRPO ([`trl_fused_head_bytes`]); TRL's SimPO keeps 8 B per logit ([`TRL_SIMPO_PER_LOGIT`]).
+/// builds the logits, nor do its GRPO and KTO ([`trl_fused_head_bytes`]); TRL's SimPO keeps 8 B per logit ([`TRL_SIMPO_PER_LOGIT`]).
 pub fn loss_bytes(job: &Job, s: &Shapes) -> f64 {
     if !job.objective.has_vocab_logits() {
         return 0.0;
     }
-    if matches!(job.objective, Objective::Dpo | Objective::Grpo)
-        && job.stack.runs_trl_preference_trainers()
+    if matches!(
+        job.objective,
+        Objective::Dpo | Objective::Grpo | Objective::Kto
+    ) && job.stack.runs_trl_preference_trainers()
     {
         return trl_fused_head_bytes(job, s);
     }
@@ -83,14 +85,14 @@ pub const TRL_SIMPO_PER_LOGIT: f64 = 8.0;
 /// tokens).
 pub const TRL_UNLABELLED_16BIT_SHARE: f64 = 0.5;
 
-/// TRL ≥ 1.0 `DPOTrainer` and `GRPOTrainer`: the policy (and DPO's reference) run with a fused LM head
-/// (`add_fused_lm_head`, `model(..., fused_lm_head=True)` in `_compute_loss`, `trl/trainer/dpo_trainer.py`;
-/// GRPO's `_get_per_token_logps_and_entropies`, `trl/trainer/grpo_trainer.py`), whose
+/// TRL ≥ 1.0 `DPOTrainer`, `GRPOTrainer` and `KTOTrainer`: the policy (and the reference) run with a fused LM
+/// head (`add_fused_lm_head`, `model(..., fused_lm_head=True)` in `_compute_loss`, `trl/trainer/dpo_trainer.py`
+/// and `kto_trainer.py`; GRPO's `_get_per_token_logps_and_entropies`, `trl/trainer/grpo_trainer.py`), whose
 /// `ChunkedLogProbFunction` (`trl/kernels/chunked_logprob.py`) projects 4096-token × 32768-vocabulary tiles
 /// into one reused buffer and keeps per-token fp32 statistics only: no `[2B, S, V]` logits. At its backward
 /// (the oracle's peak op on DPO jobs without checkpointing) it holds, over the N tokens it scores (DPO: the
-/// 2B·S tokens of the chosen and rejected sequences; GRPO: the B·C completion tokens, as its labels mask the
-/// prompt and the head keeps only labelled positions):
+/// 2B·S tokens of the chosen and rejected sequences; KTO: the B·S tokens of its examples; GRPO: the B·C
+/// completion tokens, as its labels mask the prompt and the head keeps only labelled positions):
 /// - the tile buffer, min(N, 4096) × 32768 × 2 B;
 /// - the compact hidden states saved for backward (`hidden_states[mask]`, `trl/trainer/utils.py`), N·H·2 B;
 /// - the hidden states' fp32 gradient and its 16-bit cast, N·H·(4 + 2) B;
