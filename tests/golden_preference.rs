@@ -1,5 +1,5 @@
-//! Preference tuning (DPO with a reference copy, DPO with PEFT's disabled-adapter reference, ORPO, SimPO)
-//! against the fake-tensor oracle running TRL's own loss code (`tests/data/golden-preference.jsonl`, made by
+//! Preference and RL tuning (DPO and KTO with a reference copy or PEFT's disabled-adapter reference, ORPO,
+//! SimPO, GRPO's training pass) against the fake-tensor oracle running TRL's own loss code (`tests/data/golden-preference.jsonl`, made by
 //! `scripts/golden-preference.py`; TRL 1.16.0 on torch 2.15 / transformers 5.24 / peft 0.21): trainable
 //! parameters exactly, and `max_memory_allocated` of two training steps with TRL's defaults (bf16 autocast on
 //! bf16 weights, fused AdamW, `max_grad_norm=1.0`).
