@@ -102,6 +102,10 @@ pub enum Source {
     OpenBlas,
     /// Node.js / V8's JavaScript heap.
     V8,
+    /// bitsandbytes' own CUDA calls.
+    Bitsandbytes,
+    /// DirectML (Windows), through PyTorch or ONNX Runtime.
+    DirectMl,
     Unknown,
 }
 
@@ -450,6 +454,49 @@ const VLLM_RS_KV: Rule = any(
     Source::Vllm,
 )
 .with(Hint::VllmKvCache);
+/// bitsandbytes `csrc/common.cuh` (`CUDA_CHECK_RETURN`): "Error out of memory at line N in file
+/// …/csrc/ops.cu" (or `pythonInterface.c`): a CUDA call of its own (its paged optimizer's `cudaMallocManaged`,
+/// a kernel's buffer) got `cudaErrorMemoryAllocation`.
+const BNB_CUDA_OOM: Rule = any(
+    &["error out of memory at line"],
+    Kind::Gpu,
+    Source::Bitsandbytes,
+);
+/// DirectML: PyTorch's `torch-directml` "Could not allocate tensor with N bytes. There is not enough GPU video
+/// memory available!", and ONNX Runtime's DirectML provider failing with `E_OUTOFMEMORY`.
+const DML_VIDEO_MEMORY: Rule = any(
+    &["not enough gpu video memory available"],
+    Kind::Gpu,
+    Source::DirectMl,
+);
+const DML_OOM: Rule = check(dml_out_of_memory, Kind::Gpu, Source::DirectMl);
+/// A sample's own CUDA check printing `cudaGetErrorString` ("cuda failure: file:line: 'out of memory'", the
+/// TensorRT samples' `CHECK` macro).
+const CUDA_FAILURE_OOM: Rule = check(cuda_failure_oom, Kind::Gpu, Source::PytorchCuda);
+/// MindSpore's device memory pool (`ccsrc/backend/common/mem_reuse/mem_dynamic_allocator.cc`): "… plus alloc
+/// size : N is more than total mem size : M", and its kernel launch (`runtime/device`): "Malloc for kernel
+/// output failed, Memory isn't enough". Both are the device's (GPU or Ascend) memory.
+const MINDSPORE_DEVICE: Rule = any(
+    &[
+        "is more than total mem size",
+        "malloc for kernel output failed, memory isn't enough",
+        "malloc for kernel input failed, memory isn't enough",
+    ],
+    Kind::Gpu,
+    Source::MindSpore,
+);
+/// ComfyUI `comfy/sd.py`: "Ran out of memory when regular VAE encoding (decoding), retrying with tiled VAE
+/// …", printed when the torch OOM exception (`model_management.OOM_EXCEPTION`) is caught; AUTOMATIC1111
+/// `modules/sd_hijack_optimizations.py` (split attention): "Not enough memory, use lower resolution (max
+/// approx. NxN). Need: X GB free, Have: Y GB free", from the device's free memory.
+const DIFFUSION_UI_OOM: Rule = any(
+    &[
+        "ran out of memory when regular vae",
+        "not enough memory, use lower resolution",
+    ],
+    Kind::Gpu,
+    Source::PytorchCuda,
+);
 const CU_RESULT_OOM: Rule = any(
     &[
         "curesult error result=2 ",
@@ -515,15 +562,9 @@ const TF_PINNED: Rule = any(
 /// MindSpore `plugin/device/gpu/hal/device/cuda_driver.cc` (`AllocHostPinnedMem`, also its dataset arena
 /// `minddata/dataset/util/arena.cc`): "cudaHostAlloc failed, ret[2], out of memory" (2 =
 /// `cudaErrorMemoryAllocation`).
-const PINNED: Rule = any(
-    &[
-        "cachinghostallocator",
-        "of pinned memory",
-        "cudahostalloc failed, ret[2]",
-    ],
-    Kind::Host,
-    Source::PinnedMemory,
-);
+/// A mention of the host allocator on a line that reports another CUDA error (THC's "THCudaCheck FAIL
+/// file=…/THCCachingHostAllocator.cpp … error=4 : unspecified launch failure") is that error, not memory.
+const PINNED: Rule = check(pinned_host, Kind::Host, Source::PinnedMemory);
 
 // ---- GPU memory: CUDA runtime and libraries ----
 
@@ -866,6 +907,8 @@ const SHM_ENOSPC: Rule = check(enospc_on_shm, Kind::Host, Source::SharedMemory);
 const ENOSPC: Rule = any(
     &[
         "no space left on device",
+        // glibc's `strerror(ENOSPC)` in the zh_CN locale.
+        "设备上没有空间",
         "disk quota exceeded",
         "storagefull",
         "not enough space on the disk",
@@ -877,6 +920,15 @@ const ENOSPC: Rule = any(
     Kind::Disk,
     Source::DiskFull,
 );
+/// Unsloth `save.py` (GGUF export on Kaggle): "Kaggle only provides 20GB of disk space. … will use too much
+/// disk space."; raylet `file_system_monitor.cc`: "/tmp/ray/session_… is over 95% full, Object creation will
+/// fail if spilling is required."
+const TOOL_DISK: Rule = any(
+    &["will use too much disk space", "of disk space. merging to"],
+    Kind::Disk,
+    Source::DiskFull,
+);
+const RAY_DISK: Rule = check(ray_disk_full, Kind::Disk, Source::DiskFull);
 /// huggingface_hub `file_download.py` (`_check_disk_space`): "Not enough free disk space to download the
 /// file. The expected file size is: X MB. The target location … only has Y MB free disk space."
 const HF_DISK: Rule = any(
@@ -966,6 +1018,10 @@ const OOM_KILLER: Rule = any(
         "after using all available ram",
         // systemd `service_result_to_string(SERVICE_FAILURE_OOM_KILL)`: "Failed with result 'oom-kill'".
         "failed with result 'oom-kill'",
+        // Slurm's `jobacct_gather` memory enforcement (`slurmstepd`): "Job N exceeded memory limit (X > Y),
+        // being killed", "Exceeded job memory limit".
+        "exceeded job memory limit",
+        "exceeded memory limit (",
     ],
     Kind::Host,
     Source::OomKiller,
@@ -1092,6 +1148,14 @@ const JAVA_OOM: Rule = any(
 /// progress bar ("…it/s]Killed") or after the prompt it was printed beside ("$  Killed"), bash "line N: PID Killed cmd" / "[1]+ Killed cmd", zsh "[1] PID killed
 /// cmd"; Chinese locales "已杀死".
 const KILLED_LINE: Rule = check(killed_line, Kind::Host, Source::OomKiller);
+/// TensorFlow `core/framework/allocator.cc` (`Allocator::AllocateRaw` warning): "Allocation of N exceeds 10% of
+/// system memory." — single host allocations a tenth of the RAM each; with no other failure in the paste,
+/// host RAM is what the job is pressing on.
+const TF_SYSTEM_MEMORY: Rule = any(
+    &["exceeds 10% of system memory"],
+    Kind::Host,
+    Source::Tensorflow,
+);
 
 // ---- GPU memory: last resorts ----
 
@@ -1212,6 +1276,26 @@ const CUDA_HOME_MISSING: Rule = any(
     Source::CudaError,
 )
 .with(Hint::WrongBuild);
+/// TensorRT-LLM `cudaUtils.h` (`check`): "[TensorRT-LLM][ERROR] CUDA runtime error in cudaMemcpyAsync(…): invalid
+/// argument" — any error but out of memory.
+const CUDA_RT_OTHER: Rule =
+    check(cuda_runtime_other, Kind::NotMemory, Source::CudaError).with(Hint::CudaFault);
+/// Python's import failures ("ModuleNotFoundError: No module named …", "ImportError: …", kohya's "No
+/// bitsandbytes"); Git LFS refusing a download because the repository "is over its data quota" (a bandwidth
+/// quota); EBUSY renaming into a cache (`[Errno 16] Device or resource busy`, Triton's kernel cache on a
+/// shared mount); Metal's watchdog stopping a command buffer that blocked the display
+/// (`kIOGPUCommandBufferCallbackErrorImpactingInteractivity`). None is memory.
+const SETUP_OR_IO: Rule = any(
+    &[
+        "modulenotfounderror: no module named",
+        "importerror: ",
+        "is over its data quota",
+        "[errno 16] device or resource busy",
+        "errorimpactinginteractivity",
+    ],
+    Kind::NotMemory,
+    Source::Unknown,
+);
 /// Numba `cuda/cudadrv/driver.py` (`_check_error`): "Call to cuX results in CUDA_ERROR_Y" with any error but
 /// `CUDA_ERROR_OUT_OF_MEMORY` ([`CU_RESULT_OOM`]), even on a memory call (`cuMemAlloc` failing with
 /// `CUDA_ERROR_LAUNCH_FAILED` reports an earlier kernel's fault).
@@ -1678,6 +1762,12 @@ const RULES: &[Rule] = &[
     VK_HOST_OOM,
     VK_ALLOC_CODE,
     CUPY_OOM,
+    BNB_CUDA_OOM,
+    DML_VIDEO_MEMORY,
+    DML_OOM,
+    CUDA_FAILURE_OOM,
+    MINDSPORE_DEVICE,
+    DIFFUSION_UI_OOM,
     VLLM_RS_KV,
     CU_RESULT_OOM,
     BNB_DISPATCH,
@@ -1713,6 +1803,8 @@ const RULES: &[Rule] = &[
     NCCL_SHM,
     SHM_ENOSPC,
     ENOSPC,
+    TOOL_DISK,
+    RAY_DISK,
     HF_DISK,
     STREAM_WRITER,
     DATASETS_DISK,
@@ -1753,6 +1845,7 @@ const RULES: &[Rule] = &[
     DTYPE_OR_FILE_LOCK,
     CUDA_HOME_MISSING,
     NUMBA_CUDA_ERROR,
+    CUDA_RT_OTHER,
     WRONG_DEVICE,
     NO_CUDA,
     BF16_UNSUPPORTED,
@@ -1784,6 +1877,8 @@ const RULES: &[Rule] = &[
     SEGFAULT,
     NO_SUCH_FILE,
     TOKENIZER,
+    SETUP_OR_IO,
+    TF_SYSTEM_MEMORY,
 ];
 
 /// The text on the same original line around byte `at`, at most `reach` bytes either side.
@@ -2106,6 +2201,66 @@ fn rank_prefix_len(line: &str) -> usize {
     } else {
         0
     }
+}
+
+/// [`PINNED`]: a pinned-allocation phrase on a line that names no other CUDA error.
+fn pinned_host(s: &Scan) -> Option<usize> {
+    const OTHER: &[&str] = &[
+        "launch failure",
+        "illegal memory access",
+        "device-side assert",
+        "misaligned address",
+    ];
+    [
+        "cachinghostallocator",
+        "of pinned memory",
+        "cudahostalloc failed, ret[2]",
+    ]
+    .iter()
+    .flat_map(|p| s.low.match_indices(p).map(|(i, _)| i))
+    .filter(|&i| {
+        let line = ascii_lower(line_around(s.text, s.orig(i), 300));
+        !OTHER.iter().any(|o| line.contains(o))
+    })
+    .min()
+    .map(|i| s.orig(i))
+}
+
+/// [`CUDA_FAILURE_OOM`]: a "cuda failure:" report whose line ends in "out of memory".
+fn cuda_failure_oom(s: &Scan) -> Option<usize> {
+    s.low
+        .match_indices("cuda failure:")
+        .map(|(i, _)| i)
+        .find(|&i| ascii_lower(line_around(s.text, s.orig(i), 300)).contains("out of memory"))
+        .map(|i| s.orig(i))
+}
+
+/// [`CUDA_RT_OTHER`]: TensorRT-LLM's "CUDA runtime error in <call>: <error>" naming an error other than out
+/// of memory.
+fn cuda_runtime_other(s: &Scan) -> Option<usize> {
+    s.low
+        .match_indices("cuda runtime error in ")
+        .map(|(i, _)| i)
+        .find(|&i| !ascii_lower(line_around(s.text, s.orig(i), 400)).contains("out of memory"))
+        .map(|i| s.orig(i))
+}
+
+/// [`DML_OOM`]: DirectML's execution provider with Windows' `E_OUTOFMEMORY` (0x8007000E, "Not enough memory
+/// resources are available to complete this operation").
+fn dml_out_of_memory(s: &Scan) -> Option<usize> {
+    let at = s.find("dmlexecutionprovider")?;
+    ["8007000e", "800 7000e", "enough memory resources"]
+        .iter()
+        .any(|c| s.low.contains(c))
+        .then(|| s.orig(at))
+}
+
+/// [`RAY_DISK`]: raylet's file-system monitor ("… is over 95% full").
+fn ray_disk_full(s: &Scan) -> Option<usize> {
+    let at = s.find("file_system_monitor")?;
+    window(&s.low, at, 200)
+        .contains("% full")
+        .then(|| s.orig(at))
 }
 
 /// [`SEMLOCK_SHM`]: `SemLock` beside errno 28.
