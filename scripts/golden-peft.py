@@ -2,7 +2,7 @@
 """golden-peft.py: the fake-tensor oracle for PEFT methods other than LoRA.
 
 `fake_peak.py` builds LoRA adapters with `peft.LoraConfig`; this script runs the same oracle with that name
-bound to another PEFT config (IA3, LoHa, LoKr, VeRA, AdaLoRA, OFT, prompt tuning, prefix tuning, P-tuning, and
+bound to another PEFT config (IA3, LoHa, LoKr, VeRA, AdaLoRA, OFT, BOFT, prompt tuning, prefix tuning, P-tuning, and
 LoRA with `trainable_token_indices`),
 so every method runs through PEFT's real code on fake tensors. Writes tests/data/golden-peft.jsonl (one job a
 line, the oracle's output plus the method and its parameters); `tests/golden_peft.rs` compares vramfit.
@@ -34,6 +34,9 @@ METHODS = {
     "vera-r256": {"r": 256, "target_modules": ALL},
     "adalora-r8": {"init_r": 8, "target_r": 4, "total_step": 1000, "target_modules": ALL},
     "oft-b32": {"oft_block_size": 32, "r": 0, "target_modules": ATTN},
+    # BOFT: block size 32, no multiplicative dropout, `boft_n_butterfly_factor=1` (one block-diagonal factor).
+    # PEFT sets the factor to 1 itself when its CUDA extension (`fbd_cuda`) cannot be built, as here.
+    "boft-b32": {"boft_block_size": 32, "boft_n_butterfly_factor": 1, "boft_dropout": 0.0, "target_modules": ATTN},
     "prompt-20": {"num_virtual_tokens": 20},
     "prefix-20": {"num_virtual_tokens": 20},
     "ptuning-20": {"num_virtual_tokens": 20, "encoder_hidden_size": 512},
@@ -61,6 +64,8 @@ def config_factory(method: str, args: dict, real_lora):
             return peft.AdaLoraConfig(**args, **common)
         if kind == "oft":
             return peft.OFTConfig(**args, **common)
+        if kind == "boft":
+            return peft.BOFTConfig(**args, **common)
         if kind == "prompt":
             return peft.PromptTuningConfig(**args, **common)
         if kind == "prefix":
@@ -120,6 +125,20 @@ def main():
                                 v[k] = torch.empty(tuple(t.shape), dtype=t.dtype, device=device)
 
     fake_peak._meta_to_fake = meta_to_fake
+    # BOFT builds its butterfly permutation matrices with index arithmetic on tensors (`int(pos * r)`,
+    # `boft/layer.py` `block_butterfly_perm`), which a meta tensor cannot answer: build them on the CPU, as
+    # their values never reach the GPU's byte count (the `boft_P` buffer they fill is made on the meta device
+    # and becomes a fake GPU tensor like every other buffer).
+    import peft.tuners.boft.layer as boft_layer
+
+    def on_cpu(f):
+        def run(*args, **kwargs):
+            with torch.device("cpu"):
+                return f(*args, **kwargs)
+        return run
+
+    boft_layer.BOFTLayer.block_butterfly_perm = on_cpu(boft_layer.BOFTLayer.block_butterfly_perm)
+    boft_layer.BOFTLayer.perm2mat = on_cpu(boft_layer.BOFTLayer.perm2mat)
     done = set()
     if os.path.exists(OUT):
         done = {r["id"] for r in map(json.loads, filter(str.strip, open(OUT))) if "error" not in r}

@@ -48,6 +48,8 @@ pub struct Form {
     pub trainable_tokens: u32,
     /// LoRA trains those token rows too (`trainable_token_indices`).
     pub lora_tokens: bool,
+    /// BOFT's butterfly factors (`boft_n_butterfly_factor`).
+    pub butterfly_factors: u32,
     pub micro_batch: u32,
     pub seq_len: u32,
     pub grad_accum: u32,
@@ -125,6 +127,7 @@ impl Default for Form {
             virtual_tokens: 20,
             trainable_tokens: 10,
             lora_tokens: false,
+            butterfly_factors: 1,
             micro_batch: 4,
             seq_len: 2048,
             grad_accum: 4,
@@ -279,6 +282,7 @@ impl Form {
             virtual_tokens: self.virtual_tokens,
             trainable_tokens: self.trainable_tokens,
             with_tokens: self.lora_tokens,
+            butterfly_factors: self.butterfly_factors,
             ..Lora::default()
         }
     }
@@ -299,6 +303,7 @@ impl Form {
         self.virtual_tokens = lora.virtual_tokens;
         self.trainable_tokens = lora.trainable_tokens;
         self.lora_tokens = lora.with_tokens;
+        self.butterfly_factors = lora.butterfly_factors;
     }
 
     /// Switches the training stack and takes its defaults for the fields a stack decides.

@@ -599,6 +599,12 @@ pub static SETTINGS: &[Setting] = &[
         llama_factory: when(&["additional_target"], lf_adapter, ADAPTERS_LF),
         deepspeed: no(NO_DS_MODEL),
     }),
+    // BOFT's butterfly factors; its block size is the rank field (`boft_block_size`).
+    number_setting!("bfly", butterfly_factors, 1, 16, ["boft_n_butterfly_factor"], Exports {
+        trl: no("TRL's ModelConfig builds a LoraConfig only: a BOFT adapter lives in its adapter_config.json, which the importer reads"),
+        llama_factory: no("LLaMA-Factory's adapters are LoRA and OFT (`finetuning_type`); BOFT is not among them"),
+        deepspeed: no(NO_DS_MODEL),
+    }),
     // LoRA's `trainable_token_indices`: the rows counted by `ttok` train beside the adapters.
     flag_setting!("ltok", lora_tokens, Exports {
         trl: no(

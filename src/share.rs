@@ -365,6 +365,7 @@ mod tests {
             virtual_tokens: 30,
             trainable_tokens: 42,
             lora_tokens: true,
+            butterfly_factors: 2,
             trained_layers: 4,
             projection_rank: 64,
             optimizer_in_backward: true,

@@ -37,6 +37,7 @@ fn job_of(rec: &Value) -> Job {
         "vera" => Method::Vera,
         "adalora" => Method::AdaLora,
         "oft" => Method::Oft,
+        "boft" => Method::Boft,
         "prompt" => Method::PromptTuning,
         "prefix" => Method::PrefixTuning,
         "ptuning" => Method::PTuning,
@@ -44,7 +45,7 @@ fn job_of(rec: &Value) -> Job {
         "loratok" => Method::Lora,
         other => panic!("method {other}"),
     };
-    let rank = ["r", "init_r", "oft_block_size"]
+    let rank = ["r", "init_r", "oft_block_size", "boft_block_size"]
         .iter()
         .filter_map(|k| args[k].as_u64())
         .find(|r| *r > 0)
@@ -61,7 +62,7 @@ fn job_of(rec: &Value) -> Job {
         precision: Precision::Pure16,
         optimizer: Optimizer::Adamw,
         lora: Lora {
-            rank: if method == Method::Oft {
+            rank: if matches!(method, Method::Oft | Method::Boft) {
                 rank
             } else {
                 rank.max(1)
@@ -72,6 +73,7 @@ fn job_of(rec: &Value) -> Job {
             virtual_tokens: args["num_virtual_tokens"].as_u64().unwrap_or(20) as u32,
             encoder_hidden: args["encoder_hidden_size"].as_u64().unwrap_or(1024) as u32,
             with_tokens: args["trainable_token_indices"].is_array(),
+            butterfly_factors: args["boft_n_butterfly_factor"].as_u64().unwrap_or(1) as u32,
             trainable_tokens: args["trainable_token_indices"]
                 .as_array()
                 .map_or(10, |l| l.len() as u32),

@@ -156,6 +156,7 @@ fn form_from(words: Vec<u32>) -> Form {
         virtual_tokens: p.number("vtok"),
         trainable_tokens: p.number("ttok"),
         lora_tokens: p.flag(),
+        butterfly_factors: p.number("bfly"),
         micro_batch: p.number("batch"),
         seq_len: p.number("seq"),
         grad_accum: p.number("accum"),

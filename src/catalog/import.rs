@@ -764,6 +764,7 @@ fn peft_method(obj: &Map<String, Value>) -> Result<Method, ImportError> {
         "LOHA" => Method::Loha,
         "LOKR" => Method::Lokr,
         "OFT" => Method::Oft,
+        "BOFT" => Method::Boft,
         "PROMPT_TUNING" => Method::PromptTuning,
         "PREFIX_TUNING" => Method::PrefixTuning,
         "P_TUNING" => Method::PTuning,
@@ -771,7 +772,7 @@ fn peft_method(obj: &Map<String, Value>) -> Result<Method, ImportError> {
         other => {
             return Err(invalid(
                 "peft_type",
-                &format!("{other} is not modelled (LoRA, AdaLoRA, VeRA, IA3, LoHa, LoKr, OFT, trainable tokens and the prompt methods are)"),
+                &format!("{other} is not modelled (LoRA, AdaLoRA, VeRA, IA3, LoHa, LoKr, OFT, BOFT, trainable tokens and the prompt methods are)"),
             ))
         }
     })
@@ -814,6 +815,17 @@ pub fn parse_adapter_config(value: &Value) -> Result<AdapterSettings, ImportErro
     let rank = match method {
         Method::AdaLora => r.req(&["init_r", "r"], "init_r")?,
         Method::Oft => r.opt(&["oft_block_size"])?.filter(|b| *b > 0).unwrap_or(32),
+        // BOFT by block size (a config giving `boft_block_num` instead sizes the blocks per module, which is
+        // not modelled: it is reported).
+        Method::Boft => match r.opt(&["boft_block_size"])?.filter(|b| *b > 0) {
+            Some(b) => b,
+            None => {
+                return Err(invalid(
+                    "boft_block_size",
+                    "BOFT is modelled by its block size; this config gives none (boft_block_num sizes blocks per module)",
+                ))
+            }
+        },
         Method::Ia3 => 1,
         _ => r.req(&["r"], "r")?,
     };
@@ -883,6 +895,16 @@ pub fn parse_adapter_config(value: &Value) -> Result<AdapterSettings, ImportErro
             method,
             // PEFT builds the trainable-tokens layer beside LoRA adapters only (`LoraConfig`).
             with_tokens: tokens.is_some() && method == Method::Lora,
+            butterfly_factors: match r.opt(&["boft_n_butterfly_factor"])? {
+                Some(n) if (1..=16).contains(&n) => n,
+                None => 1,
+                Some(n) => {
+                    return Err(invalid(
+                        "boft_n_butterfly_factor",
+                        &format!("{n} is outside 1…16"),
+                    ))
+                }
+            },
             trainable_tokens: tokens.unwrap_or(Lora::default().trainable_tokens),
             ..Lora::default()
         },
@@ -977,6 +999,26 @@ mod tests {
         let bad = r#"{"peft_type":"LORA","r":8,"target_modules":["q_proj"],"trainable_token_indices":[-1]}"#;
         let e = parse_any_text(bad).unwrap_err().to_string();
         assert!(e.contains("trainable_token_indices"), "{e}");
+    }
+
+    /// A PEFT BOFT config: block size as the rank, its butterfly factors; one without a block size is refused.
+    #[test]
+    fn boft_config_gives_block_size_and_factors() {
+        let text = r#"{"peft_type":"BOFT","boft_block_size":16,"boft_n_butterfly_factor":2,
+            "target_modules":["q_proj","v_proj"]}"#;
+        let ImportedFile::Adapter(a) = parse_any_text(text).unwrap() else {
+            panic!("an adapter config");
+        };
+        assert_eq!(
+            (a.lora.method, a.lora.rank, a.lora.butterfly_factors),
+            (Method::Boft, 16, 2)
+        );
+        let e = parse_any_text(
+            r#"{"peft_type":"BOFT","boft_block_num":8,"target_modules":["q_proj"]}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("boft_block_size"), "{e}");
     }
 
     /// gpt-oss's `quantization_config` (`quant_method: mxfp4`) is the MXFP4 format, exactly.

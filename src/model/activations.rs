@@ -146,9 +146,12 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
             0.0
         }
     };
-    // Inputs a trained weight saves, for a group of modules fed one tensor.
-    let shared_input = |count: f64, d_in: f64| -> f64 {
-        if !trained {
+    // Inputs a trained weight saves, for a group of modules fed one tensor. BOFT's `x @ R` saves its module's
+    // input the same way (one tensor, however many modules read it) when one of the group is adapted.
+    let boft = lora && job.lora.method == Method::Boft;
+    let boft_reads = |ms: &[Module]| boft && ms.iter().any(|m| arch.adapts(*m, &job.lora.targets));
+    let shared_input_of = |count: f64, d_in: f64, reads: &[Module]| -> f64 {
+        if !(trained || boft_reads(reads)) {
             0.0
         } else if amp {
             count * ab * d_in
@@ -173,7 +176,7 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
         AttentionKind::Standard if arch.fused.qkv => 1.0,
         AttentionKind::Standard => 3.0,
     };
-    let attn_in = shared_input(reading_h, h)
+    let attn_in = shared_input_of(reading_h, h, &[Module::Q, Module::K, Module::V])
         + projections
             .iter()
             .filter(|(_, d_in, _)| *d_in > 0.0)
@@ -248,15 +251,24 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
             MlpKind::Gated => (2.0 + act) * ab * i,
             MlpKind::Plain => act * ab * i,
         };
-        let down_in = if trained { ab * i } else { 0.0 } + adapter(Module::Down, i, h);
+        let reads_down = adapted && boft_reads(&[Module::Down]);
+        let down_in =
+            if trained || reads_down { ab * i } else { 0.0 } + adapter(Module::Down, i, h);
+        let gate_up: &[Module] = if adapted {
+            &[Module::Gate, Module::Up]
+        } else {
+            &[]
+        };
         let gate_up_in = match arch.mlp {
             MlpKind::Gated if arch.fused.gate_up => {
-                shared_input(1.0, h) + adapter(Module::Up, h, 2.0 * i)
+                shared_input_of(1.0, h, gate_up) + adapter(Module::Up, h, 2.0 * i)
             }
             MlpKind::Gated => {
-                shared_input(2.0, h) + adapter(Module::Gate, h, i) + adapter(Module::Up, h, i)
+                shared_input_of(2.0, h, gate_up)
+                    + adapter(Module::Gate, h, i)
+                    + adapter(Module::Up, h, i)
             }
-            MlpKind::Plain => shared_input(1.0, h) + adapter(Module::Up, h, i),
+            MlpKind::Plain => shared_input_of(1.0, h, gate_up) + adapter(Module::Up, h, i),
         };
         (gate_up_in, acts + down_in)
     };
@@ -324,6 +336,9 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
 /// - IA³: the fp32 copy that the learned vector multiplies: the module output (4·d_out), or on a
 ///   feed-forward module its input (4·d_in);
 /// - LoHa, LoKr, OFT: the fp32 cast of the input that meets the materialized (or rotated) weight, 4·d_in;
+/// - BOFT: the base output its scale multiplies, `ab·d_out` (the rotated input `x @ R` keeps `x`, counted
+///   once per input tensor like a trained weight's input, and `R`, counted per layer:
+///   [`adapter_bytes_per_layer`]);
 /// - prompt methods and trainable tokens adapt no module (the latter's saved tensors are at the LM head,
 ///   [`tied_token_head`]).
 pub fn adapter_bytes_per_token(job: &Job, m: Module, d_in: f64, d_out: f64) -> f64 {
@@ -338,6 +353,10 @@ pub fn adapter_bytes_per_token(job: &Job, m: Module, d_in: f64, d_out: f64) -> f
         Method::Ia3 if super::peft::is_feed_forward(m) => 4.0 * d_in,
         Method::Ia3 => 4.0 * d_out,
         Method::Loha | Method::Lokr | Method::Oft => (cast + mask) * d_in,
+        // The base output before its `boft_s` scaling (`result * boft_scale`, saved because the scale
+        // trains); the input that meets the rotation is saved once per input tensor
+        // ([`boft_reads`] in the layer's terms).
+        Method::Boft => act_bytes(job) * d_out,
         Method::PromptTuning | Method::PrefixTuning | Method::PTuning | Method::TrainableTokens => {
             0.0
         }
@@ -349,7 +368,7 @@ pub fn adapter_bytes_per_token(job: &Job, m: Module, d_in: f64, d_out: f64) -> f
 /// Hadamard product in a custom autograd function (`HadaWeight`) that saves only the four small factors and
 /// recomputes the products in backward, so what stays is the delta that `F.linear` saves: one weight-sized
 /// tensor; LoKr likewise keeps the delta (the Kronecker factors are small).
-/// AdaLoRA keeps `lora_A * lora_E` (`r × d_in`).
+/// AdaLoRA keeps `lora_A * lora_E` (`r × d_in`); BOFT its rotation matrices (`boft_saved_per_module`).
 pub fn adapter_bytes_per_layer(job: &Job, arch: &Architecture) -> f64 {
     if !matches!(job.mode, Mode::Lora | Mode::Qlora) {
         return 0.0;
@@ -420,9 +439,26 @@ fn delta_weight_bytes_per_layer(job: &Job, arch: &Architecture) -> f64 {
             Method::Loha => 4.0 * d_in * d_out,
             Method::Lokr => 4.0 * d_in * d_out,
             Method::AdaLora => 4.0 * r * d_in,
+            Method::Boft => boft_saved_per_module(job, d_in, d_out),
             _ => 0.0,
         })
         .sum()
+}
+
+/// What one BOFT module's forward saves that does not scale with tokens (PEFT 0.21 `boft/layer.py`
+/// `Linear.forward`, read with saved-tensor hooks on the real module), `n` factors of `d_in / b` blocks:
+/// - three `n · d_in²` matrices in the compute dtype: the 16-bit copy of the `boft_P` permutations that both
+///   `bmm`s save, the butterfly product (its factors, and the running products between them) and, for the
+///   last step, the identity `boft_rotation` starts as; plus the rotation `R` that `x @ R` saves: `3·n·d_in²`
+///   in all (`n = 1`: `P`, the identity and `R`);
+/// - the Cayley parametrization of `boft_R` in fp32 (`cayley_batch`: the skew matrix, `torch.linalg.solve`'s
+///   LU factors and result, `3 · 4 · n·d_in·b`) and the solve's int32 pivots (`4 · n · d_in`);
+/// - the scale, `boft_s` (`d_out`) and its 16-bit product with the ones (`d_out`).
+fn boft_saved_per_module(job: &Job, d_in: f64, d_out: f64) -> f64 {
+    let ab = act_bytes(job);
+    let n = f64::from(job.lora.butterfly_factors.max(1));
+    let b = f64::from(job.lora.rank.max(1));
+    3.0 * n * d_in * d_in * ab + 12.0 * n * d_in * b + 4.0 * n * d_in + (ab + 4.0) * d_out
 }
 
 /// Bytes per token that the final norm and the LM head keep for backward: the norm's fp32 input copy, its

@@ -55,8 +55,14 @@ pub fn trainable(job: &Job, p: &ParamCounts) -> (f64, f64) {
                 let dora = job.lora.dora && method == peft::Method::Lora;
                 let ff = peft::is_feed_forward(m);
                 let one = |d_in: f64, d_out: f64| {
-                    peft::module_params(method, job.lora.rank, d_in, d_out, ff)
-                        + if dora { d_out } else { 0.0 }
+                    peft::module_params(
+                        method,
+                        job.lora.rank,
+                        job.lora.butterfly_factors,
+                        d_in,
+                        d_out,
+                        ff,
+                    ) + if dora { d_out } else { 0.0 }
                 };
                 let copies = job.arch.expert_copies(m);
                 match job.arch.moe.filter(|_| copies > 1.0) {
@@ -106,6 +112,7 @@ pub fn trainable(job: &Job, p: &ParamCounts) -> (f64, f64) {
                     * peft::module_params(
                         method,
                         job.lora.rank,
+                        job.lora.butterfly_factors,
                         f64::from(job.arch.hidden),
                         width,
                         true,
@@ -162,6 +169,12 @@ pub fn frozen_adapter_params(job: &Job) -> f64 {
                     (i.max(d_in), o.max(d_out))
                 });
             r * (max_in + max_out)
+        }
+        // BOFT's permutation matrices, `boft_P`: `factors × d_in × d_in` per module, an fp32 buffer
+        // (`boft/layer.py` `update_layer`, `register_buffer("boft_P", …)`).
+        peft::Method::Boft => {
+            let n = f64::from(job.lora.butterfly_factors.max(1));
+            targeted.map(|(_, d_in, _)| n * d_in * d_in).sum::<f64>() * f64::from(job.arch.layers)
         }
         _ => peft::trainable_tokens_params(job, &job.arch),
     }

@@ -164,6 +164,9 @@ pub struct Lora {
     /// LoRA with a trainable-tokens delta beside its adapters (`LoraConfig.trainable_token_indices`):
     /// `trainable_tokens` embedding rows train too, as PEFT's trainable tokens train them.
     pub with_tokens: bool,
+    /// BOFT's butterfly factors (`BOFTConfig.boft_n_butterfly_factor`, 1 = one block-diagonal rotation).
+    /// PEFT falls back to 1 when its CUDA extension (`fbd_cuda`) cannot be built.
+    pub butterfly_factors: u32,
 }
 
 impl Default for Lora {
@@ -181,6 +184,7 @@ impl Default for Lora {
             encoder_hidden: 1024,
             trainable_tokens: 10,
             with_tokens: false,
+            butterfly_factors: 1,
         }
     }
 }

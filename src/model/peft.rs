@@ -31,6 +31,9 @@ pub enum Method {
     Lokr,
     /// OFT: block-diagonal orthogonal rotation of each weight; the rank field is the block size.
     Oft,
+    /// BOFT: butterfly-factored orthogonal rotation of each module's input; the rank field is the block size,
+    /// `Lora::butterfly_factors` the factors (PEFT `BOFTConfig`).
+    Boft,
     /// Prompt tuning: `virtual_tokens` learned input embeddings.
     PromptTuning,
     /// Prefix tuning: learned key/value prefixes of `virtual_tokens` in every layer.
@@ -44,7 +47,7 @@ pub enum Method {
 }
 
 impl Method {
-    pub const ALL: [Method; 12] = [
+    pub const ALL: [Method; 13] = [
         Method::Lora,
         Method::LoraFa,
         Method::AdaLora,
@@ -53,6 +56,7 @@ impl Method {
         Method::Loha,
         Method::Lokr,
         Method::Oft,
+        Method::Boft,
         Method::PromptTuning,
         Method::PrefixTuning,
         Method::PTuning,
@@ -100,8 +104,17 @@ pub fn factorization(dim: u64) -> (u64, u64) {
 /// - LoKr: `w1` of the small factors `(m_out × m_in)` plus `w2` of the large ones, low-rank
 ///   `r·(n_out + n_in)` when `r < max(n_out, n_in)/2`, else full `n_out · n_in`;
 /// - OFT: `d_in / b` blocks of `b·(b−1)/2` (the strict upper triangle of a skew-symmetric `b × b` matrix
-///   that rotates the input; `oft_block_size` b, `r = d_in / b`).
-pub fn module_params(method: Method, rank: u32, d_in: f64, d_out: f64, feed_forward: bool) -> f64 {
+///   that rotates the input; `oft_block_size` b, `r = d_in / b`);
+/// - BOFT: `boft_R` of `factors × (d_in / b) × b × b` (full blocks, made skew-symmetric in the forward) and
+///   the output scale `boft_s` (`d_out`): `factors · d_in · b + d_out`.
+pub fn module_params(
+    method: Method,
+    rank: u32,
+    factors: u32,
+    d_in: f64,
+    d_out: f64,
+    feed_forward: bool,
+) -> f64 {
     let r = f64::from(rank);
     match method {
         Method::Lora => r * (d_in + d_out),
@@ -132,6 +145,7 @@ pub fn module_params(method: Method, rank: u32, d_in: f64, d_out: f64, feed_forw
             let b = r.max(1.0);
             (d_in / b).floor() * b * (b - 1.0) / 2.0
         }
+        Method::Boft => f64::from(factors.max(1)) * d_in * r.max(1.0) + d_out,
         Method::PromptTuning | Method::PrefixTuning | Method::PTuning | Method::TrainableTokens => {
             0.0
         }
@@ -201,19 +215,19 @@ mod tests {
     #[test]
     fn hand_counted_parameters() {
         // IA³ on Llama-3.2-1B k, v (512 wide) and down (8192 in): 16 · (512 + 512 + 8192) = 147,456.
-        let per_layer = module_params(Method::Ia3, 0, 2048.0, 512.0, false) * 2.0
-            + module_params(Method::Ia3, 0, 8192.0, 2048.0, true);
+        let per_layer = module_params(Method::Ia3, 0, 1, 2048.0, 512.0, false) * 2.0
+            + module_params(Method::Ia3, 0, 1, 8192.0, 2048.0, true);
         assert_eq!(per_layer * 16.0, 147_456.0);
         assert_eq!(
-            module_params(Method::Loha, 8, 2048.0, 2048.0, false),
+            module_params(Method::Loha, 8, 1, 2048.0, 2048.0, false),
             65_536.0
         );
         assert_eq!(
-            module_params(Method::Vera, 256, 2048.0, 2048.0, false),
+            module_params(Method::Vera, 256, 1, 2048.0, 2048.0, false),
             2304.0
         );
         assert_eq!(
-            module_params(Method::Oft, 32, 2048.0, 2048.0, false),
+            module_params(Method::Oft, 32, 1, 2048.0, 2048.0, false),
             64.0 * 496.0
         );
     }

@@ -484,7 +484,7 @@ fn lora_inputs(props: &InputsProps, t: &'static Text) -> Html {
                 options={opts(&[
                     (Method::Lora, "LoRA"), (Method::LoraFa, "LoRA-FA"), (Method::AdaLora, "AdaLoRA"),
                     (Method::Vera, "VeRA"), (Method::Ia3, "IA³"), (Method::Loha, "LoHa"), (Method::Lokr, "LoKr"),
-                    (Method::Oft, "OFT"), (Method::PromptTuning, t.opt_prompt_tuning),
+                    (Method::Oft, "OFT"), (Method::Boft, "BOFT"), (Method::PromptTuning, t.opt_prompt_tuning),
                     (Method::PrefixTuning, t.opt_prefix_tuning), (Method::PTuning, "P-tuning"),
                     (Method::TrainableTokens, t.opt_trainable_tokens)])}
                 on_change={set::<String>(props, "peft")} />
@@ -495,7 +495,14 @@ fn lora_inputs(props: &InputsProps, t: &'static Text) -> Html {
                 { number(props, t, "ttok", t.trainable_tokens, t.tokens, t.trainable_tokens_tip, form.trainable_tokens) }
                 <p class="hint" id="trainable-tokens">{ trainable_tokens_hint(form, t) }</p>
             } else {
-            { number(props, t, "rank", t.rank, "r", t.rank_tip, form.lora_rank) }
+            if matches!(method, Method::Oft | Method::Boft) {
+                { number(props, t, "rank", t.oft_block_size, "b", t.oft_block_size_tip, form.lora_rank) }
+            } else {
+                { number(props, t, "rank", t.rank, "r", t.rank_tip, form.lora_rank) }
+            }
+            if method == Method::Boft {
+                { number(props, t, "bfly", t.butterfly, "", t.butterfly_tip, form.butterfly_factors) }
+            }
             <div class="field targets" title={t.targets_tip}>
                 <span class="label">{ t.targets }</span>
                 { for Module::ALL.iter().map(|m| {
