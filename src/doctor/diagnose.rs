@@ -497,6 +497,18 @@ const DIFFUSION_UI_OOM: Rule = any(
     Kind::Gpu,
     Source::PytorchCuda,
 );
+/// RAPIDS Memory Manager (`rmm/mr/device/cuda_memory_resource.hpp`, raised as `rmm::out_of_memory`, a
+/// `std::bad_alloc`): "std::bad_alloc: out_of_memory: CUDA error at: …cuda_memory_resource.hpp" (XGBoost,
+/// cuDF, cuML) is device memory, not the host's `bad_alloc`.
+const RMM_OOM: Rule = any(
+    &["out_of_memory: cuda error", "out_of_memory: rmm failure"],
+    Kind::Gpu,
+    Source::PytorchCuda,
+);
+/// vLLM `v1/worker/gpu_worker.py` (`determine_available_memory` log): "Available KV cache memory: -X GiB",
+/// negative when the weights and the profiled activations already exceed `gpu_memory_utilization`.
+const VLLM_NEGATIVE_KV: Rule =
+    any(&["available kv cache memory: -"], Kind::Gpu, Source::Vllm).with(Hint::VllmKvCache);
 const CU_RESULT_OOM: Rule = any(
     &[
         "curesult error result=2 ",
@@ -511,6 +523,8 @@ const CU_RESULT_OOM: Rule = any(
 /// Face datasets). Both are host RAM.
 const CPU_ALLOC_TAIL: Rule = any(
     &[
+        // The same failure seen only in its C++ stack trace: `c10::alloc_cpu` beside the enforce that threw.
+        "c10::alloc_cpu(",
         "allocator: not enough memory: you tried to allocate",
         "can't allocate memory: you tried to allocate",
         "arrowmemoryerror",
@@ -909,6 +923,8 @@ const ENOSPC: Rule = any(
         "no space left on device",
         // glibc's `strerror(ENOSPC)` in the zh_CN locale.
         "设备上没有空间",
+        // SQLite `SQLITE_FULL` (`sqlite3ErrStr`): "database or disk is full".
+        "database or disk is full",
         "disk quota exceeded",
         "storagefull",
         "not enough space on the disk",
@@ -1181,7 +1197,8 @@ const CUDA_NEAR_OOM: Rule = check(cuda_near_oom, Kind::Gpu, Source::PytorchCuda)
 /// CUDA `cudaErrorAssert` ("device-side assert triggered") and the device printf before it: "…: block:
 /// [x,y,z], thread: [x,y,z] Assertion `srcIndex < srcSelectDimSize` failed."
 const DEVICE_ASSERT: Rule = any(
-    &["device-side assert triggered"],
+    // The indexing kernels' assertion (`IndexKernel.cu`), also pasted alone and with a full-width "＜".
+    &["device-side assert triggered", "srcselectdimsize failed"],
     Kind::NotMemory,
     Source::DeviceAssert,
 );
@@ -1290,6 +1307,17 @@ const SETUP_OR_IO: Rule = any(
         "modulenotfounderror: no module named",
         "importerror: ",
         "is over its data quota",
+        "exceeded its lfs budget",
+        "smudge filter lfs failed",
+        // ComfyUI `folder_paths.py` (`get_save_image_path`): a save path outside the output folder.
+        "saving image outside the output folder is not allowed",
+        // Meta's llama reference code (`generation.py` `Llama.build`), and any loader's empty directory.
+        "no checkpoint files found",
+        // Windows `STATUS_ACCESS_VIOLATION` as a decimal exit status (0xC0000005): a native crash.
+        "exit status 3221225477",
+        "exit code 3221225477",
+        // The NVIDIA kernel driver's Xid report (`NVRM: Xid (PCI:…): N, …`): a GPU fault, reset or timeout.
+        "nvrm: xid",
         "[errno 16] device or resource busy",
         "errorimpactinginteractivity",
     ],
@@ -1321,6 +1349,8 @@ const CORRUPT: Rule = any(
         // mmcv `runner/checkpoint.py` (`load_checkpoint`): "<path> is not a checkpoint file".
         "is not a checkpoint file",
         "pytorchstreamreader failed",
+        // `torch.load` on a TorchScript archive: "… is a zip archive (did you mean to use torch.jit.load()?)".
+        "did you mean to use torch.jit.load()",
         "failed finding central directory",
         "the file might be corrupted",
         "error while deserializing header",
@@ -1384,6 +1414,9 @@ const NCCL: Rule = any(
         "ncclunhandledcudaerror",
         // The watchdog's own stack frames (`ProcessGroupNCCL::WorkNCCL::checkTimeout` throws the timeout).
         "worknccl::checktimeout",
+        // `ProcessGroupNCCL.cpp`'s heartbeat monitor aborting a stuck watchdog.
+        "heartbeat monitor timed out",
+        "watchdog got stuck for",
     ],
     Kind::NotMemory,
     Source::Nccl,
@@ -1600,6 +1633,8 @@ const NO_CUDA: Rule = any(
     &[
         "torch not compiled with cuda enabled",
         "found no nvidia driver on your system",
+        // `torch/cuda/__init__.py` `_lazy_init` (`cudaErrorNoDevice`).
+        "no cuda gpus are available",
     ],
     Kind::NotMemory,
     Source::DriverTooOld,
@@ -1700,6 +1735,22 @@ const TPU_BUSY: Rule = any(
 /// SIGILL as shells and Python report it: zsh "illegal hardware instruction", bash (glibc `strsignal`)
 /// "Illegal instruction (core dumped)", Python `faulthandler` "Fatal Python error: Illegal instruction",
 /// torch.distributed.elastic "Signal 4 (SIGILL)": a CPU instruction-set mismatch, not memory.
+/// The shell's one-word report of SIGILL on its own line, "Illegal instruction" (bash, `strsignal(SIGILL)`).
+const SIGILL_LINE: Rule = check(
+    |s| {
+        let mut at = 0;
+        for line in s.text.split('\n') {
+            if line.trim().eq_ignore_ascii_case("illegal instruction") {
+                return Some(at);
+            }
+            at += line.len() + 1;
+        }
+        None
+    },
+    Kind::NotMemory,
+    Source::IllegalInstruction,
+)
+.with(Hint::CpuInstructions);
 const SIGILL: Rule = any(
     &[
         "illegal hardware instruction",
@@ -1762,6 +1813,8 @@ const RULES: &[Rule] = &[
     VK_HOST_OOM,
     VK_ALLOC_CODE,
     CUPY_OOM,
+    RMM_OOM,
+    VLLM_NEGATIVE_KV,
     BNB_CUDA_OOM,
     DML_VIDEO_MEMORY,
     DML_OOM,
@@ -1866,6 +1919,7 @@ const RULES: &[Rule] = &[
     MLX_RESOURCE_LIMIT,
     TPU_BUSY,
     SIGILL,
+    SIGILL_LINE,
     BNB_SETUP,
     TRITON_RESOURCES,
     FS_UNSUPPORTED,
@@ -2189,9 +2243,21 @@ fn sigkill(s: &Scan) -> Option<usize> {
     (!runtime_says_not_oom(s)).then(|| s.orig(at))
 }
 
-/// The length of a leading `[rankN]:` (torch.distributed elastic's `--tee`/`local_ranks_filter` prefix),
-/// 0 when the line has none.
+/// The length of a leading `[rankN]:` (torch.distributed elastic's `--tee`/`local_ranks_filter` prefix) or
+/// of Docker Compose's `service-1  | ` (its log multiplexer pads the service name and adds `| `), 0 when the
+/// line has none.
 fn rank_prefix_len(line: &str) -> usize {
+    let name = line
+        .bytes()
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        .count();
+    if name > 0 {
+        let rest = &line[name..];
+        let pad = rest.bytes().take_while(|b| *b == b' ').count();
+        if pad > 0 && rest[pad..].starts_with("| ") {
+            return name + pad + 2;
+        }
+    }
     let Some(rest) = line.strip_prefix("[rank") else {
         return 0;
     };
