@@ -72,6 +72,31 @@ pub fn svd_transient_bytes(p: &ParamCounts, arch: &Architecture) -> f64 {
     4.0 * (largest + (m + n) * m.min(n))
 }
 
+/// State elements of a factored second moment (Adafactor, AdaLomo): a row and a column vector for every
+/// 2-D weight (`rows + cols`, each routed expert's matrix on its own), the whole vector for 1-D parameters
+/// (norms, biases). HF `transformers.optimization.Adafactor._get_options` factors parameters of two or more
+/// dimensions; `lomo_optim/adalomo.py` keeps `exp_avg_sq_row`/`exp_avg_sq_col` for 2-D ones and
+/// `exp_avg_sq` for the rest.
+pub fn factored_state_elements(arch: &Architecture, p: &ParamCounts) -> f64 {
+    let layers = f64::from(arch.layers);
+    let matrices: f64 = arch
+        .linear_modules()
+        .into_iter()
+        .filter(|(_, d_in, d_out)| *d_in > 0.0 && *d_out > 0.0)
+        .map(|(m, d_in, d_out)| {
+            let copies = arch.expert_copies(m);
+            copies * (d_in / copies + d_out)
+        })
+        .sum::<f64>()
+        * layers;
+    let h = f64::from(arch.hidden);
+    let v = f64::from(arch.vocab);
+    let embeddings =
+        if p.embedding > 0.0 { v + h } else { 0.0 } + if p.lm_head > 0.0 { v + h } else { 0.0 };
+    let vectors = (p.total - p.linear - p.embedding - p.lm_head).max(0.0);
+    matrices + embeddings + vectors
+}
+
 /// Parameters BAdam or LISA train at once: BAdam one block of `n` decoder layers (its `block` partition by
 /// layer); LISA `n` sampled layers plus the embedding and the LM head, which it always trains (Pan et al.
 /// 2024, Alg. 1).

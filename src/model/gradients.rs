@@ -9,8 +9,12 @@ use super::shapes::Shapes;
 /// Pure 16-bit training keeps 16-bit gradients (autograd makes a gradient in its parameter's dtype). AMP on
 /// fp32 weights (HF Trainer) and DeepSpeed's fp32 gradient partitions both hold fp32 grads (DeepSpeed
 /// `estimate_zero2_model_states_mem_needs` counts 4 B).
+///
+/// BAdam steps an fp32 copy of the active block: each 16-bit gradient is converted to that copy's `.grad` and
+/// cleared (`badam/block_optim.py` `_grad_to_hp`), so the block's stored gradients are fp32.
 pub fn grad_bytes(job: &Job) -> f64 {
     match job.precision {
+        _ if job.mode == Mode::Badam => 4.0,
         Precision::Pure16 => 2.0,
         Precision::Mixed | Precision::Fp32 => 4.0,
     }

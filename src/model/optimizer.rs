@@ -108,11 +108,14 @@ pub fn optimizer(job: &Job, s: &Shapes) -> OptimizerBytes {
     let p = &s.params;
     let base_trainable = s.base_trainable();
     let (per_param, paged) = optimizer_bytes(job);
-    let base_per_param = if job.precision == Precision::Pure16 && s.working < 4.0 {
-        optimizer_bytes_16bit(job)
-    } else {
-        per_param
-    };
+    // BAdam steps an fp32 copy of the active block (`badam/block_optim.py`: `param.clone().float()`), so
+    // its Adam states are fp32 whatever the weights.
+    let base_per_param =
+        if job.precision == Precision::Pure16 && s.working < 4.0 && job.mode != Mode::Badam {
+            optimizer_bytes_16bit(job)
+        } else {
+            per_param
+        };
     let master_whole = if (job.precision == Precision::Mixed || job.mode == Mode::Badam)
         && s.working < 4.0
         && base_trainable > 0.0
@@ -121,7 +124,19 @@ pub fn optimizer(job: &Job, s: &Shapes) -> OptimizerBytes {
     } else {
         0.0
     };
-    let base_states = if full_tuning::is_projected(job.optimizer) && base_trainable > 0.0 {
+    let factored = matches!(job.optimizer, Optimizer::Adafactor | Optimizer::AdaLomo);
+    let base_states = if factored && base_trainable > 0.0 {
+        // Factored second moments, exactly: AdaLomo keeps them in fp32; HF Adafactor in the gradient's dtype.
+        let bytes = if job.optimizer == Optimizer::AdaLomo {
+            4.0
+        } else {
+            super::gradients::grad_bytes(job)
+        };
+        let whole = p.total.max(1.0);
+        full_tuning::factored_state_elements(&job.arch, p)
+            * (base_trainable / whole).min(1.0)
+            * bytes
+    } else if full_tuning::is_projected(job.optimizer) && base_trainable > 0.0 {
         let state_bytes = base_per_param / 2.0; // one moment's bytes per element
         let projected =
             full_tuning::projected_state_elements(&job.arch, job.projection_rank, job.optimizer);
