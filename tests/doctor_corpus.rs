@@ -18,7 +18,6 @@ fn kind_id(k: Kind) -> &'static str {
 /// Texts the doctor answers "unrecognised" although their thread knew the cause: nothing in the pasted text
 /// itself is decisive, and a rule for them would be a guess. Each stays in the corpus, with why.
 const KNOWN_MISSES: &[(&str, &str)] = &[
-    ("a-disk-ioerror-pytorch-10577", "EIO (\"Input/output error\") on write: a failing disk or network mount, not a full one"),
     ("b-vllm-qanything-302", "only \"# GPU blocks: 0\" and a traceback cut before its last line"),
     ("b-sglang-4602-pagesize", "\"Decode out of memory\" with free tokens left: an allocator bug the thread found, the text says OOM"),
     ("b-unsloth-3373-nbheader", "only the notebook's cell header names the OOM"),
@@ -55,7 +54,6 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
     ("g-unsloth-3288", "one application's own error about saving adapters"),
     // The fourth unseen batch (measured before its rules were written; see README):
     ("h-llamacpp-vulkan-asahi-29270", "Vulkan's ErrorOutOfDeviceMemory from a driver regression the thread bisected"),
-    ("h-naifu-ioerror-35", "EIO on mkdir: a failing mount, labelled not-memory here and disk elsewhere"),
     ("h-ptxla-hbm-1735", "XLA:TPU's capacity is not printed in the paste (only usage and free chunks)"),
     ("h-ollama-llama4scout-oomkill-10739", "Ollama's memory log lines only; the kill itself is not in the paste"),
     ("h-ollama-errorfault-regression-11598", "\"llama runner process has terminated: error:fault\", a regression"),

@@ -1315,6 +1315,8 @@ const SETUP_OR_IO: Rule = any(
         "no checkpoint files found",
         // Windows `STATUS_ACCESS_VIOLATION` as a decimal exit status (0xC0000005): a native crash.
         "exit status 3221225477",
+        // EIO (`strerror(5)`, Rust's `Os { code: 5 }`): a failing disk or mount, neither memory nor space.
+        "input/output error",
         "exit code 3221225477",
         // The NVIDIA kernel driver's Xid report (`NVRM: Xid (PCI:…): N, …`): a GPU fault, reset or timeout.
         "nvrm: xid",
@@ -1416,6 +1418,8 @@ const NCCL: Rule = any(
         "worknccl::checktimeout",
         // `ProcessGroupNCCL.cpp`'s heartbeat monitor aborting a stuck watchdog.
         "heartbeat monitor timed out",
+        // The watchdog's verdict line, which survives a terminal wrap of the timeout text.
+        "process group watchdog thread terminated with exception",
         "watchdog got stuck for",
     ],
     Kind::NotMemory,
@@ -2157,8 +2161,8 @@ fn killed_line(s: &Scan) -> Option<usize> {
     for line in s.text.split('\n') {
         let here = start;
         start += line.len() + 1;
-        // Markdown pastes wrap the line in backticks.
-        let t = line.trim().trim_matches('`').trim();
+        // Markdown pastes wrap the line in backticks or bold asterisks.
+        let t = line.trim().trim_matches(['`', '*']).trim();
         if t == "已杀死" {
             return Some(here);
         }
