@@ -541,14 +541,19 @@ pub static SETTINGS: &[Setting] = &[
         // `optim` (HF_OPTIMIZERS), `optim_args` (SGD's momentum).
         trl: when(
             &["optim", "optim_args"],
-            |f| !matches!(f.optimizer, Optimizer::Adamw16 | Optimizer::AdamMini | Optimizer::None),
-            "transformers has no `optim` for AdamW with 16-bit states or for Adam-mini",
+            |f| {
+                !matches!(
+                    f.optimizer,
+                    Optimizer::Adamw16 | Optimizer::AdamMini | Optimizer::QGalore | Optimizer::None
+                )
+            },
+            "transformers has no `optim` for AdamW with 16-bit states, for Adam-mini or for Q-GaLore (its own `run_pretrain.py` trains with it)",
         ),
         // `optim`, or `use_galore` / `use_apollo` / `use_adam_mini`.
         llama_factory: when(
             &["optim", "optim_args", "use_galore", "use_apollo", "use_adam_mini"],
-            |f| !matches!(f.optimizer, Optimizer::Adamw16 | Optimizer::None),
-            "transformers has no `optim` for AdamW with 16-bit states",
+            |f| !matches!(f.optimizer, Optimizer::Adamw16 | Optimizer::QGalore | Optimizer::None),
+            "transformers has no `optim` for AdamW with 16-bit states, and LLaMA-Factory has no Q-GaLore",
         ),
         deepspeed: no(
             "the HF Trainer's `optim` picks the optimizer: a DeepSpeed `optimizer` block would replace it with DeepSpeed's own",
@@ -1030,6 +1035,12 @@ pub const HF_OPTIMIZERS: &[(Optimizer, &[&str])] = &[
     (
         Optimizer::Apollo,
         &["apollo_adamw", "apollo_adamw_layerwise"],
+    ),
+    // Q-GaLore's own training script (`VITA-Group/Q-GaLore` `run_pretrain.py --optimizer`); transformers has
+    // no such `optim`.
+    (
+        Optimizer::QGalore,
+        &["q_galore_adamw8bit", "q_galore_adamw8bit_per_layer"],
     ),
     (Optimizer::Lomo, &["lomo"]),
     (Optimizer::AdaLomo, &["adalomo"]),

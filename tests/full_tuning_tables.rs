@@ -1,6 +1,6 @@
 //! Memory-efficient full-parameter tuning, figure by figure, worked out by hand from each method's reference
 //! code (BAdam `badam/block_optim.py`, LISA's Alg. 1 in Pan et al. 2024, LOMO and AdaLomo `lomo_optim`,
-//! Adam-mini `adam_mini/adam_mini.py`, APOLLO's projected moments). GaLore runs on the fake-tensor oracle
+//! Adam-mini `adam_mini/adam_mini.py`, APOLLO's projected moments, Q-GaLore `q_galore_torch`). GaLore runs on the fake-tensor oracle
 //! instead (`tests/golden_galore.rs`).
 //!
 //! Llama 3.2 1B: 16 layers, hidden 2048, 8 KV heads of 64 (k/v 512 wide), intermediate 8192, vocabulary
@@ -98,4 +98,19 @@ fn adam_mini_keeps_the_first_moment() {
 fn apollo_projects_the_decoder_weights_moments() {
     let e = estimate(&job(Mode::Full, Optimizer::Apollo));
     assert_eq!(e.gpu_bytes(Component::OptimizerStates), 1_319_378_944.0);
+}
+
+/// Q-GaLore at rank 128 (`VITA-Group/Q-GaLore`): the projected moments in bitsandbytes' 8-bit Adam and the
+/// SVD projector stored in uint8, one byte per element each: per layer q and o 2 × 128 × 2048 + 128 × 2048 =
+/// 786,432 each, k and v 2 × 128 × 2048 + 128 × 512 = 589,824 each, gate/up/down 2 × 128 × 8192 + 128 × 2048
+/// = 2,359,296 each: 9,830,400, × 16 = 157,286,400 B; the embedding and norms (262,735,872) under 8-bit
+/// Adam, 2 B plus one fp32 absmax per 2048: 526,498,056 B; 683,784,456 B in all. The decoder linears
+/// (16 × 60,817,408 = 973,078,528) are held in uint8 with a 16-bit scale and zero per 256:
+/// 973,078,528 × (1 + 4/256) = 988,282,880 B; the rest stays bf16, 2 × 262,735,872 = 525,471,744 B.
+#[test]
+fn q_galore_holds_int8_weights_and_8bit_projected_states() {
+    let e = estimate(&job(Mode::Full, Optimizer::QGalore));
+    assert_eq!(e.gpu_bytes(Component::OptimizerStates), 683_784_456.0);
+    assert_eq!(e.gpu_bytes(Component::WeightsQuantized), 988_282_880.0);
+    assert_eq!(e.gpu_bytes(Component::Weights), 525_471_744.0);
 }

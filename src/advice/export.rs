@@ -252,6 +252,8 @@ pub fn llama_factory_yaml(form: &Form) -> String {
             kv("apollo_layerwise", layerwise);
         }
         Optimizer::AdamMini => kv("use_adam_mini", "true".into()),
+        // LLaMA-Factory has no Q-GaLore (the `optim` setting's export decision says so).
+        Optimizer::QGalore => {}
         Optimizer::SgdMomentum => {
             kv("optim", "sgd".into());
             kv("optim_args", SGD_MOMENTUM.into());
@@ -346,7 +348,9 @@ pub fn trl_command(form: &Form) -> String {
     };
     arg("dtype", Some(dtype.into()));
     let name = crate::settings::hf_optimizer_name(form.optimizer);
-    if crate::model::full_tuning::is_projected(form.optimizer) {
+    if form.optimizer == Optimizer::QGalore {
+        // transformers has no Q-GaLore `optim` (the `optim` setting's export decision says so).
+    } else if crate::model::full_tuning::is_projected(form.optimizer) {
         // transformers GaLore/APOLLO: `optim_target_modules` is required ("all-linear" takes every linear
         // layer), the rank comes from `optim_args`, and the `_layerwise` names step each parameter in
         // backward.

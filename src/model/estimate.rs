@@ -21,7 +21,7 @@ use super::cache::{generation, Generation};
 use super::full_tuning;
 use super::gradients::{grad_bytes, gradients, tied_embedding_sum, Gradients};
 use super::host::{self, VisionParams};
-use super::job::{Job, Optimizer, Parallelism, Precision};
+use super::job::{Job, Parallelism, Precision};
 use super::loss::loss_bytes;
 use super::optimizer::{optimizer, OptimizerBytes};
 use super::shapes::Shapes;
@@ -377,7 +377,7 @@ fn vision_rates(job: &Job, s: &Shapes, opt: &OptimizerBytes) -> vision::Rates {
             s.shard(1)
         },
         paged: opt.paged,
-        step_temp: opt.step_temp > 0.0 && job.optimizer != Optimizer::Galore,
+        step_temp: opt.step_temp > 0.0 && !super::full_tuning::uses_svd(job.optimizer),
     }
 }
 

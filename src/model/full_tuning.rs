@@ -7,7 +7,31 @@ use super::job::{Job, Mode, Optimizer};
 
 /// Whether the optimizer projects each decoder weight's gradient to a low rank (GaLore, APOLLO).
 pub fn is_projected(o: Optimizer) -> bool {
-    matches!(o, Optimizer::Galore | Optimizer::Apollo)
+    matches!(
+        o,
+        Optimizer::Galore | Optimizer::QGalore | Optimizer::Apollo
+    )
+}
+
+/// Whether the optimizer refreshes its projectors by SVD (GaLore, Q-GaLore; APOLLO's are random).
+pub fn uses_svd(o: Optimizer) -> bool {
+    matches!(o, Optimizer::Galore | Optimizer::QGalore)
+}
+
+/// Bytes per stored element of Q-GaLore's projected state (`VITA-Group/Q-GaLore`, `q_galore_torch`): its Adam
+/// is bitsandbytes' 8-bit `Optimizer2State` (one byte per moment element), and the projector is quantized
+/// by `GaLoreProjector._quantize` to `proj_bits` (4 by default) but stored `.to(torch.uint8)`, one byte per
+/// element. Per-group scales and zeros (one each per 256) are left out.
+pub const Q_GALORE_STATE_BYTES: f64 = 1.0;
+
+/// Bytes per parameter of a decoder weight Q-GaLore quantizes (`q_galore_torch/utils/quantization.py`
+/// `QGaLoreLinear`: `_quantize_tensor_int8` with `weight_group_size` 256 stores the weight in uint8 and a
+/// 16-bit scale and zero per group of 256): `1 + 2·2/256`.
+pub const Q_GALORE_WEIGHT_BYTES: f64 = 1.0 + 4.0 / 256.0;
+
+/// Whether the job holds its projected decoder weights in int8 (Q-GaLore's full-parameter training).
+pub fn int8_projected_weights(job: &Job) -> bool {
+    job.optimizer == Optimizer::QGalore && job.mode == Mode::Full
 }
 
 /// Whether gradients are consumed inside backward and never all stored: LOMO and AdaLomo fuse the update
@@ -38,11 +62,7 @@ pub fn projected_state_elements(arch: &Architecture, rank: u32, optimizer: Optim
             let per_matrix = if r >= small {
                 2.0 * small * large
             } else {
-                let projector = if optimizer == Optimizer::Galore {
-                    r * small
-                } else {
-                    0.0
-                };
+                let projector = if uses_svd(optimizer) { r * small } else { 0.0 };
                 2.0 * r * large + projector
             };
             copies * per_matrix

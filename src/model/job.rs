@@ -98,6 +98,9 @@ pub enum Optimizer {
     /// GaLore (Zhao et al. 2024): each decoder weight's gradient projected to rank `projection_rank`, Adam
     /// states on the projection (`galore-torch`).
     Galore,
+    /// Q-GaLore (Zhang et al. 2024, `VITA-Group/Q-GaLore`): GaLore with 8-bit Adam states on the projection,
+    /// a uint8-stored projector, and the projected decoder weights held in int8 (`QGaLoreLinear`).
+    QGalore,
     /// APOLLO (Zhu et al. 2024): random rank-`projection_rank` projection for channel-wise scaling; no SVD.
     Apollo,
     /// Adam-mini (Zhang et al. 2024): full first moment, one second moment per block.

@@ -26,6 +26,8 @@ pub fn optimizer_bytes(job: &Job) -> (f64, bool) {
         // GaLore/APOLLO: full AdamW for what they do not project (embeddings, norms, LM head); the decoder
         // weights' projected states are counted in `optimizer` (`full_tuning::projected_state_elements`).
         Optimizer::Galore | Optimizer::Apollo => (8.0, false),
+        // Q-GaLore: bitsandbytes' 8-bit Adam (`bnb.optim.Adam8bit`) for what it does not project.
+        Optimizer::QGalore => (2.0 + 8.0 / 2048.0, false),
         // Adam-mini keeps Adam's first moment and one second-moment value per block (a head, a neuron):
         // Zhang et al. 2024, sec. 2; the second moment is negligible.
         Optimizer::AdamMini => (4.0, false),
@@ -44,7 +46,7 @@ pub fn optimizer_bytes(job: &Job) -> (f64, bool) {
 pub fn optimizer_bytes_16bit(job: &Job) -> f64 {
     let (fp32, _) = optimizer_bytes(job);
     match job.optimizer {
-        Optimizer::Adamw8bit | Optimizer::PagedAdamw8bit => fp32,
+        Optimizer::Adamw8bit | Optimizer::PagedAdamw8bit | Optimizer::QGalore => fp32,
         Optimizer::Adamw16 => 4.0,
         _ => fp32 / 2.0,
     }
@@ -137,7 +139,11 @@ pub fn optimizer(job: &Job, s: &Shapes) -> OptimizerBytes {
             * (base_trainable / whole).min(1.0)
             * bytes
     } else if full_tuning::is_projected(job.optimizer) && base_trainable > 0.0 {
-        let state_bytes = base_per_param / 2.0; // one moment's bytes per element
+        let state_bytes = if job.optimizer == Optimizer::QGalore {
+            full_tuning::Q_GALORE_STATE_BYTES
+        } else {
+            base_per_param / 2.0 // one moment's bytes per element
+        };
         let projected =
             full_tuning::projected_state_elements(&job.arch, job.projection_rank, job.optimizer);
         let decoder_linear = p.linear.min(base_trainable);
@@ -156,7 +162,7 @@ pub fn optimizer(job: &Job, s: &Shapes) -> OptimizerBytes {
     let step_temp = if full_tuning::fused_update(job) || !job.is_training() || s.optimizer_offloaded
     {
         0.0
-    } else if job.optimizer == Optimizer::Galore && base_trainable > 0.0 {
+    } else if full_tuning::uses_svd(job.optimizer) && base_trainable > 0.0 {
         full_tuning::svd_transient_bytes(p, &job.arch)
     } else if job.optimizer_step_temp && !matches!(job.optimizer, Optimizer::None | Optimizer::Sgd)
     {

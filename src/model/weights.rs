@@ -41,6 +41,14 @@ pub fn weight_bytes(job: &Job, s: &Shapes) -> WeightBytes {
             (p.linear - decoder_quantized) * non_linear_bytes,
             (p.non_linear - s.head_quantized) * non_linear_bytes,
         )
+    } else if super::full_tuning::int8_projected_weights(job) {
+        // Q-GaLore's `QGaLoreLinear` holds each decoder linear in int8 with per-group scales; the rest stays
+        // in the working dtype.
+        (
+            p.linear * super::full_tuning::Q_GALORE_WEIGHT_BYTES,
+            0.0,
+            (p.total - p.linear) * s.working,
+        )
     } else {
         (0.0, p.linear * s.working, (p.total - p.linear) * s.working)
     };

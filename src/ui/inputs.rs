@@ -164,11 +164,11 @@ pub fn Inputs(props: &InputsProps) -> Html {
                             (Optimizer::Adamw8bit, "8-bit AdamW (2 B)"), (Optimizer::PagedAdamw, "Paged AdamW (8 B)"),
                             (Optimizer::PagedAdamw8bit, "Paged 8-bit AdamW (2 B)"), (Optimizer::Adafactor, "Adafactor"),
                             (Optimizer::SgdMomentum, t.opt_sgd_momentum), (Optimizer::Sgd, "SGD (0 B)"), (Optimizer::Lion, "Lion (4 B)"),
-                            (Optimizer::Galore, "GaLore"), (Optimizer::Apollo, "APOLLO"), (Optimizer::AdamMini, "Adam-mini (≈4 B)"),
+                            (Optimizer::Galore, "GaLore"), (Optimizer::QGalore, "Q-GaLore (int8)"), (Optimizer::Apollo, "APOLLO"), (Optimizer::AdamMini, "Adam-mini (≈4 B)"),
                             (Optimizer::Lomo, "LOMO (0 B)"), (Optimizer::AdaLomo, "AdaLomo")])}
                         on_change={set::<String>(props, "optim")} />
                 }
-                if matches!(form.optimizer, Optimizer::Galore | Optimizer::Apollo) {
+                if matches!(form.optimizer, Optimizer::Galore | Optimizer::QGalore | Optimizer::Apollo) {
                     { number(props, t, "prank", t.projection_rank, "r", t.projection_rank_tip, form.projection_rank) }
                 }
                 if matches!(form.mode, Mode::Freeze | Mode::Badam | Mode::Lisa) {
