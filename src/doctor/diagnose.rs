@@ -500,6 +500,13 @@ const DIFFUSION_UI_OOM: Rule = any(
 /// RAPIDS Memory Manager (`rmm/mr/device/cuda_memory_resource.hpp`, raised as `rmm::out_of_memory`, a
 /// `std::bad_alloc`): "std::bad_alloc: out_of_memory: CUDA error at: …cuda_memory_resource.hpp" (XGBoost,
 /// cuDF, cuML) is device memory, not the host's `bad_alloc`.
+/// Jittor `src/mem/allocator/cuda_device_allocator.cc`: "Unable to alloc cuda device memory, use unify memory
+/// instead" before its memory table: the device ran out and it falls back to managed memory.
+const JITTOR_DEVICE: Rule = any(
+    &["unable to alloc cuda device memory"],
+    Kind::Gpu,
+    Source::PytorchCuda,
+);
 const RMM_OOM: Rule = any(
     &["out_of_memory: cuda error", "out_of_memory: rmm failure"],
     Kind::Gpu,
@@ -1817,6 +1824,7 @@ const RULES: &[Rule] = &[
     VK_HOST_OOM,
     VK_ALLOC_CODE,
     CUPY_OOM,
+    JITTOR_DEVICE,
     RMM_OOM,
     VLLM_NEGATIVE_KV,
     BNB_CUDA_OOM,
@@ -2202,6 +2210,16 @@ fn killed_line(s: &Scan) -> Option<usize> {
                     .bytes()
                     .all(|b| b.is_ascii_digit())
         };
+        // A script's own report with its pid elided ("run_server.sh: line 39: xxx Killed").
+        if let [.., l, n, _, last] = words.as_slice() {
+            if *l == "line"
+                && n.ends_with(':')
+                && *last == "killed"
+                && n[..n.len() - 1].bytes().all(|b| b.is_ascii_digit())
+            {
+                return Some(here);
+            }
+        }
         // (The command after "Killed" may be cut off: "cli_demo.sh: line 5: 12989 Killed".)
         if words
             .windows(2)
