@@ -97,6 +97,7 @@ pub struct Text {
     /// What trainable tokens train and cost: `{params}` trainable parameters, `{tokens}` tokens, `{hidden}`
     /// the model's hidden size.
     pub trainable_tokens_hint: &'static str,
+    pub lora_tokens_hint: &'static str,
     /// Under the weight format, when MXFP4 is chosen for a training run (it is estimated on bf16 weights).
     pub mxfp4_trains_bf16: &'static str,
     /// Under the weight format, when MXFP4 is chosen for a model without experts.
@@ -492,6 +493,7 @@ pub static EN: Text = Text {
     opt_trainable_tokens: "Trainable tokens",
     trainable_tokens: "Trainable tokens",
     trainable_tokens_tip: "PEFT TrainableTokensConfig: how many token ids token_indices lists. Only those rows of the input embedding train (a tied LM head shares them); the rest of the model stays frozen.",
+    lora_tokens_hint: "Adds {params} trained parameters ({tokens} tokens × hidden {hidden}) beside the adapters. What they cost is vocabulary-sized: every forward builds a full copy of the embedding matrix with the new rows in it, its backward ends with a full-size gradient of that copy, and a tied LM head keeps its copy until the head's backward.",
     trainable_tokens_hint: "Trains {params} parameters ({tokens} tokens × hidden {hidden}): its adapter, gradients and optimizer states are tiny next to LoRA's. What it does cost is vocabulary-sized: every forward builds a full copy of the embedding matrix with the new rows in it, its backward ends with a full-size gradient of that copy, and a tied LM head keeps its copy until the head's backward.",
     mxfp4_trains_bf16: "MXFP4 cannot be trained as stored (transformers refuses it): training loads it with Mxfp4Config(dequantize=True), so this run is estimated on bf16 weights (QLoRA on NF4).",
     mxfp4_no_experts: "This model has no experts: MXFP4 quantizes only MoE expert weights, so every weight stays bf16.",
@@ -805,6 +807,7 @@ pub static ZH: Text = Text {
     opt_trainable_tokens: "可训练 token（Trainable tokens）",
     trainable_tokens: "可训练 token 数",
     trainable_tokens_tip: "PEFT 的 TrainableTokensConfig：token_indices 中列出的 token 数。只训练输入词嵌入的这些行（绑定的 LM head 共用它们），模型其余部分保持冻结。",
+    lora_tokens_hint: "在适配器之外再训练 {params} 个参数（{tokens} 个 token × 隐藏维度 {hidden}）。真正的开销与词表同大：每次前向都会构建一份含新行的完整词嵌入矩阵副本，反向传播最后会产生该副本的完整梯度，而绑定的 LM head 会保留自己的副本直到其反向传播。",
     trainable_tokens_hint: "训练 {params} 个参数（{tokens} 个 token × 隐藏维度 {hidden}）：其适配器、梯度和优化器状态与 LoRA 相比微乎其微。真正的开销与词表同大：每次前向都会构建一份含新行的完整词嵌入矩阵副本，反向传播最后会产生该副本的完整梯度，而绑定的 LM head 会保留自己的副本直到其反向传播。",
     mxfp4_trains_bf16: "MXFP4 无法按存储格式训练（transformers 会拒绝）：训练时需用 Mxfp4Config(dequantize=True) 加载，因此本次训练按 bf16 权重估算（QLoRA 按 NF4）。",
     mxfp4_no_experts: "该模型没有专家：MXFP4 只量化 MoE 专家权重，因此所有权重都保持 bf16。",

@@ -552,8 +552,12 @@ fn trainable_tokens_hint(form: &Form, t: &'static Text) -> String {
             sep.then_some(',').into_iter().chain([c])
         })
         .collect();
-    t.trainable_tokens_hint
-        .replace("{params}", &grouped)
+    let text = if form.peft_method == Method::Lora {
+        t.lora_tokens_hint
+    } else {
+        t.trainable_tokens_hint
+    };
+    text.replace("{params}", &grouped)
         .replace(
             "{tokens}",
             &form.trainable_tokens.min(arch.vocab).to_string(),
