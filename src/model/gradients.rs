@@ -57,12 +57,12 @@ pub fn gradients(job: &Job, s: &Shapes) -> Gradients {
         && job.mode == Mode::Lora
         && !s.quantized
         && job.frozen_sharding != FrozenSharding::Separate;
-    let embedding_trained = matches!(job.mode, Mode::Full | Mode::Badam | Mode::Lisa)
+    // Only where they surely train: a full fine-tune trains both; LISA always trains the embedding; BAdam,
+    // LISA and freeze train chosen layers, which need not include the bottom one, and BAdam's blocks hold no
+    // embedding.
+    let embedding_trained = matches!(job.mode, Mode::Full | Mode::Lisa)
         || (matches!(job.mode, Mode::Lora | Mode::Qlora) && job.lora.train_embed);
-    let layers_trained = matches!(
-        job.mode,
-        Mode::Full | Mode::Badam | Mode::Lisa | Mode::Freeze
-    );
+    let layers_trained = job.mode == Mode::Full;
     let last_to_arrive = if full_tuning::fused_update(job) {
         0.0
     } else {
