@@ -113,10 +113,10 @@ def run(spec) -> dict:
                 logits = model(ids, lm_head_chunk_size=128)
                 logits[-1] = logits[-1][..., :-1, :]
                 loss = chunked_cross_entropy(logits, targets[..., 1:])
-                logits = None
+                # finetune/lora.py keeps `logits` (the list of chunk outputs) bound through backward, the
+                # optimizer step and the next forward, until `model(...)` returns and rebinds it.
                 oracle.phase = f"backward.{step}"
                 loss.backward()
-                loss = None
                 for p in trainable:
                     oracle.track(p.grad, "grads")
                 oracle.phase = f"optimizer.{step}"

@@ -18,6 +18,14 @@ fn kind_id(k: Kind) -> &'static str {
 /// Texts the doctor answers "unrecognised" although their thread knew the cause: nothing in the pasted text
 /// itself is decisive, and a rule for them would be a guess. Each stays in the corpus, with why.
 const KNOWN_MISSES: &[(&str, &str)] = &[
+    ("r-d2-docker-2g-typed", "a hand-typed message with \"totalcapacity\" run together: the total is not read"),
+    ("r-elastic-agent-sigterm", "the elastic agent's caught SIGTERM: a scheduler, a preemption or a memory eviction, which the text does not tell apart"),
+    ("r-keras2cpp-bad-alloc-layers", "std::bad_alloc (a host allocation failure) whose thread never settled the cause"),
+    ("r-pdvc-cuda-unknown-1050", "\"CUDA error: unknown error\", which the thread traced to memory; the text names none"),
+    ("r-nccl-systemerror-malloc", "ncclSystemError (socket or malloc) whose thread never settled the cause"),
+    ("r-inductor-oom-compilationerror", "a Triton CompilationError whose out-of-memory cause is not in the paste"),
+    ("r-mmaction2-cudnn-notsupported-oom", "CUDNN_STATUS_NOT_SUPPORTED, which another thread fixed with another cudatoolkit"),
+    ("r-video2x-cudnn-badparam", "CUDNN_STATUS_BAD_PARAM, which the maintainer only guessed was memory"),
     ("b-vllm-qanything-302", "only \"# GPU blocks: 0\" and a traceback cut before its last line"),
     ("b-sglang-4602-pagesize", "\"Decode out of memory\" with free tokens left: an allocator bug the thread found, the text says OOM"),
     ("b-unsloth-3373-nbheader", "only the notebook's cell header names the OOM"),

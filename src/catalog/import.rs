@@ -294,7 +294,10 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
         .opt(&["num_local_experts", "num_experts", "n_routed_experts"])?
         .unwrap_or(0);
     let moe = if experts > 1 {
-        let active = r.opt(&["num_experts_per_tok", "moe_topk"])?.unwrap_or(2);
+        // XVERSE-MoE names its top-k `moe_top_k` (`configuration_xverse.py`).
+        let active = r
+            .opt(&["num_experts_per_tok", "moe_topk", "moe_top_k"])?
+            .unwrap_or(2);
         let expert_intermediate = match llama4_expert_width {
             Some(w) => w,
             None => r.opt(&["moe_intermediate_size"])?.unwrap_or(intermediate),
@@ -302,7 +305,13 @@ pub fn parse_config(value: &Value) -> Result<Imported, ImportError> {
         let shared = match r.opt(&["shared_expert_intermediate_size"])? {
             Some(s) => s,
             None if llama4 => expert_intermediate,
-            None => r.opt(&["n_shared_experts"])?.unwrap_or(0) * expert_intermediate,
+            // XVERSE-MoE: `num_shared_experts` experts of the routed width (64 routed + 2 shared of 1728 in
+            // XVERSE-MoE-A4.2B, whose README states 25.8 B parameters: that sum, 25.78 B).
+            None => {
+                r.opt(&["n_shared_experts", "num_shared_experts"])?
+                    .unwrap_or(0)
+                    * expert_intermediate
+            }
         };
         let dense_layers = if llama4 {
             llama4_dense_layers(obj, layers)
@@ -453,9 +462,14 @@ fn fused_projections(model_type: &str) -> Fused {
 /// `q_norm`/`k_norm` of `head_dim` when it is set) and MiniMax-M2 (`models/minimax_m2/configuration_minimax_m2.py`;
 /// it normalises the whole q and k projections, `qk_norm_type` "per_layer", 56·128 weights a layer where this
 /// counts 2·128: 0.0002% of the model). Llama 4's `use_qk_norm` is a weightless L2 norm (`Llama4TextL2Norm`) and
-/// is not listed.
+/// is not listed. Hunyuan (transformers `models/hunyuan_v1_dense/modeling_hunyuan_v1_dense.py`,
+/// `hunyuan_v1_moe`): `query_layernorm`/`key_layernorm` of `head_dim` when `use_qk_norm` is set; Hunyuan-0.5B's
+/// 539,010,048 published parameters include their 24 · 2 · 128.
 fn qk_norm_by_flag(model_type: &str) -> bool {
-    matches!(model_type, "glm4_moe" | "minimax_m2")
+    matches!(
+        model_type,
+        "glm4_moe" | "minimax_m2" | "hunyuan_v1_dense" | "hunyuan_v1_moe"
+    )
 }
 
 /// Share of layers on the sliding window when the config has no `layer_types` list: Gemma 2 alternates (1/2),

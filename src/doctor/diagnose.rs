@@ -693,6 +693,16 @@ const CUDNN_ALLOC: Rule = any(
     Source::Cudnn,
 );
 
+/// PyTorch `torch/cuda/__init__.py` (`_check_capability`, `incompatible_device_warn`): "<GPU> with CUDA
+/// capability sm_NN is not compatible with the current PyTorch installation. The current PyTorch install
+/// supports CUDA capabilities …". No kernel of that build runs on the card, so a kernel or cuDNN failure
+/// that follows (cuDNN's "Unable to find a valid cuDNN algorithm", which otherwise means its workspaces did
+/// not fit) is the build's, not the memory's.
+const TORCH_ARCH_UNSUPPORTED: Rule = any(
+    &["is not compatible with the current pytorch installation"],
+    Kind::NotMemory,
+    Source::NoKernelImage,
+);
 /// PyTorch `aten/src/ATen/native/cudnn/Conv_v7.cpp`: "Unable to find a valid cuDNN algorithm to run
 /// convolution" — every algorithm's workspace failed to allocate.
 const CUDNN_NO_ALGO: Rule = any(
@@ -838,6 +848,10 @@ const XLA_OOM: Rule = any(
 /// possible. There are Y free, …".
 const XLA_TPU: Rule = any(
     &[
+        // The TPU compiler's report beside its RESOURCE_EXHAUSTED error: "Total hbm usage >= 11.47G: reserved
+        // … program … arguments …", "Program hbm requirement 10.96G", "Largest program allocations in hbm".
+        "total hbm usage >=",
+        "program hbm requirement",
         "ran out of memory in memory space",
         "that was not possible. there are",
         "at the bottom of memory. that was not possible",
@@ -1411,6 +1425,10 @@ const MXNET_WORKSPACE: Rule =
 const NCCL: Rule = any(
     &[
         "nccl error",
+        // `ncclGetErrorString(ncclUnhandledCudaError)` (NCCL `src/misc/argcheck.cc` / `init.cc`), as
+        // nccl-tests prints it: "NCCL failure common.cu:908 'unhandled cuda error'". A CUDA out-of-memory
+        // inside NCCL is logged first as "NCCL WARN Cuda failure 'out of memory'" ([`NCCL_CUDA_OOM`]).
+        "'unhandled cuda error'",
         "ncclsystemerror",
         "ncclinternalerror",
         "watchdog caught collective operation timeout",
@@ -1793,6 +1811,18 @@ const GGML_CONTEXT_POOL: Rule = any(
 .with(Hint::GgmlContextPool);
 
 /// Every rule in priority order: the first that matches decides.
+/// Python's `struct` module: "struct.error: unpack requires a buffer of N bytes" (a file or stream shorter
+/// than its header says: a truncated or pointer-only checkpoint), "struct.error: 'i' format requires
+/// -2147483648 <= number <= 2147483647" (a value too large for its field, e.g. `multiprocessing`'s 32-bit
+/// message length before Python 3.8). Neither is memory exhaustion.
+const STRUCT_ERROR: Rule = any(
+    &["struct.error:"],
+    Kind::NotMemory,
+    Source::CorruptCheckpoint,
+);
+/// hnswlib `hnswlib/hnswalg.h` / `bruteforce.h`: `throw std::runtime_error("Not enough memory")` when `malloc`
+/// of the index's storage fails, which pybind11 raises as "RuntimeError: Not enough memory": host RAM.
+const HNSWLIB_HOST: Rule = check(hnswlib_not_enough, Kind::Host, Source::CpuAllocator);
 const RULES: &[Rule] = &[
     DEVICE_UNAVAILABLE,
     PT_HIP,
@@ -1818,6 +1848,7 @@ const RULES: &[Rule] = &[
     OPENCV_ALLOC,
     CUBLAS_ALLOC,
     CUDNN_ALLOC,
+    TORCH_ARCH_UNSUPPORTED,
     CUDNN_NO_ALGO,
     DS_WORKSPACE,
     VK_DEVICE_OOM,
@@ -1892,6 +1923,7 @@ const RULES: &[Rule] = &[
     OPENBLAS_REGIONS,
     ENOMEM,
     PY_MEMORY_ERROR,
+    HNSWLIB_HOST,
     NUMPY_ARRAY,
     JAVA_OOM,
     KILLED_LINE,
@@ -1919,6 +1951,7 @@ const RULES: &[Rule] = &[
     MODEL_MISMATCH,
     ORT_BUFFER_SHAPE,
     CORRUPT,
+    STRUCT_ERROR,
     CUBLAS_FAULT,
     CUDNN_FAULT,
     MXNET_WORKSPACE,
@@ -2164,6 +2197,19 @@ fn kernel_restart_after_large_alloc(s: &Scan) -> Option<usize> {
 }
 
 /// [`KILLED_LINE`]: a shell's "Killed" job report.
+/// [`HNSWLIB_HOST`]: hnswlib's message as the whole of its line.
+fn hnswlib_not_enough(s: &Scan) -> Option<usize> {
+    s.low
+        .match_indices("runtimeerror: not enough memory")
+        .find_map(|(i, _)| {
+            let rest = s.low[i + "runtimeerror: not enough memory".len()..]
+                .split('\n')
+                .next()
+                .unwrap_or("");
+            rest.trim().is_empty().then(|| s.orig(i))
+        })
+}
+
 fn killed_line(s: &Scan) -> Option<usize> {
     let mut start = 0;
     for line in s.text.split('\n') {
@@ -2181,7 +2227,9 @@ fn killed_line(s: &Scan) -> Option<usize> {
             return Some(here);
         }
         // zsh's report of a foreground job (`Src/jobs.c`, SIGKILL's name from `signames`): "zsh: killed  cmd".
-        if low == "zsh: killed" || low.starts_with("zsh: killed ") {
+        // A spinner or progress line that zsh's report overwrote: "importing safetensors model ⠧ zsh: killed  cmd".
+        if low == "zsh: killed" || low.starts_with("zsh: killed ") || low.contains(" zsh: killed ")
+        {
             return Some(here);
         }
         // Right after a progress bar or a shell prompt: "…it/s]Killed", "… 0% 。。。 Killed", "$  Killed".

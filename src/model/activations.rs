@@ -641,7 +641,11 @@ pub struct BackwardPeak {
 /// hybrid stack (the average layer otherwise); the busiest GPU holds at least one such layer, so without
 /// checkpointing it keeps no less than that layer's share either. Offloaded checkpoints keep two layer
 /// inputs on the GPU.
-pub fn backward_peak(job: &Job, s: &Shapes, loss: f64) -> BackwardPeak {
+///
+/// `retained` is what the loop keeps of the output logits beyond the loss's backward
+/// ([`super::loss::retained_logits_bytes`]): at the loss's backward they are part of the loss's own bytes
+/// (a chunked loss's 16-bit logits), and after it they stay through every layer's backward.
+pub fn backward_peak(job: &Job, s: &Shapes, loss: f64, retained: f64) -> BackwardPeak {
     let arch = &job.arch;
     let tp = s.tensor_split;
     let tokens = s.tokens;
@@ -691,7 +695,8 @@ pub fn backward_peak(job: &Job, s: &Shapes, loss: f64) -> BackwardPeak {
             }
         };
     let loss_phase = saved_acts + saved_scores + final_norm + head_saved + loss;
-    let layer_phase = saved_acts + saved_scores + recomputed_acts + recomputed_scores + layer_work;
+    let layer_phase =
+        saved_acts + saved_scores + recomputed_acts + recomputed_scores + layer_work + retained;
     if loss_phase >= layer_phase {
         BackwardPeak {
             activations: saved_acts + final_norm + head_saved,
@@ -703,7 +708,7 @@ pub fn backward_peak(job: &Job, s: &Shapes, loss: f64) -> BackwardPeak {
         BackwardPeak {
             activations: saved_acts + recomputed_acts + layer_work,
             scores: saved_scores + recomputed_scores,
-            logits: 0.0,
+            logits: retained,
             first_layer,
         }
     }

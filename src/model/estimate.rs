@@ -22,7 +22,7 @@ use super::full_tuning;
 use super::gradients::{grad_bytes, gradients, tied_embedding_sum, Gradients};
 use super::host::{self, VisionParams};
 use super::job::{Job, Parallelism, Precision};
-use super::loss::loss_bytes;
+use super::loss::{loss_bytes, retained_logits_bytes};
 use super::optimizer::{optimizer, OptimizerBytes};
 use super::shapes::Shapes;
 use super::side_models::{rollout_extras, side_models, Policy, SideModels};
@@ -283,6 +283,8 @@ struct Terms {
     backward: BackwardPeak,
     /// Backward's temporaries (training only).
     temporaries: f64,
+    /// Output logits the training loop keeps bound through backward and the step (training only).
+    retained_logits: f64,
     /// `model.generate`'s cache and prefill (inference, an RL rollout with HF generation).
     generation: Option<Generation>,
     side: SideModels,
@@ -297,13 +299,15 @@ impl Terms {
         let adapters = adapter_bytes(job, s);
         let gradients = gradients(job, s);
         let optimizer = optimizer(job, s);
-        let (backward, temporaries) = if job.is_training() {
+        let (backward, temporaries, retained_logits) = if job.is_training() {
+            let retained = retained_logits_bytes(job, s);
             (
-                backward_peak(job, s, loss_bytes(job, s)),
+                backward_peak(job, s, loss_bytes(job, s), retained),
                 backward_temporaries(job, s),
+                retained,
             )
         } else {
-            (BackwardPeak::default(), 0.0)
+            (BackwardPeak::default(), 0.0, 0.0)
         };
         let hf_generate = super::preference::hf_generate(job, s.working);
         let generation = hf_generate.map(|g| generation(job, s, &g));
@@ -332,6 +336,7 @@ impl Terms {
             optimizer,
             backward,
             temporaries,
+            retained_logits,
             generation,
             side,
             rollout,
@@ -456,6 +461,7 @@ fn timeline(job: &Job, s: &Shapes, t: &Terms) -> Timeline {
         first_layer
             .held(C::Gradients, grads - t.gradients.last_to_arrive)
             .transient(C::Activations, b.first_layer)
+            .transient(C::Logits, t.retained_logits)
             .transient(C::Temporary, t.temporaries);
         models(
             &mut first_layer,
@@ -470,7 +476,9 @@ fn timeline(job: &Job, s: &Shapes, t: &Terms) -> Timeline {
 
         let tied = tied_embedding_sum(job, s);
         let mut end = base(Phase::EndOfBackward, 0.0);
-        end.held(C::Gradients, grads).transient(C::Temporary, tied);
+        end.held(C::Gradients, grads)
+            .transient(C::Temporary, tied)
+            .transient(C::Logits, t.retained_logits);
         models(&mut end, side.engine_training, side.value_grads);
         end.held(
             C::VisionTower,
@@ -481,7 +489,8 @@ fn timeline(job: &Job, s: &Shapes, t: &Terms) -> Timeline {
 
         let mut step = base(Phase::OptimizerStep, t.gradients.unresharded);
         step.held(C::Gradients, grads)
-            .held(C::Temporary, o.step_temp);
+            .held(C::Temporary, o.step_temp)
+            .transient(C::Logits, t.retained_logits);
         models(
             &mut step,
             side.engine_training,

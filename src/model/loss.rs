@@ -52,7 +52,47 @@ pub fn loss_bytes(job: &Job, s: &Shapes) -> f64 {
     } else {
         per_logit
     };
-    per_logit * s.tokens * preference::logit_share(job) * f64::from(job.arch.vocab) / s.tensor_split
+    let chunk = litgpt_chunk_gradients(job);
+    (per_logit * s.tokens * preference::logit_share(job) + chunk) * f64::from(job.arch.vocab)
+        / s.tensor_split
+}
+
+/// litgpt's LM head runs in 128-token chunks (`lm_head_chunk_size=128`, `litgpt/finetune/*.py`) and
+/// `chunked_cross_entropy` takes one `cross_entropy` per chunk (`litgpt/utils.py`); at each chunk's
+/// `LogSoftmaxBackward0` the incoming and the outgoing gradient of that chunk are alive beside the saved
+/// outputs of all chunks: 2 × 2 B × micro-batch × min(128, sequence) tokens, per vocabulary entry (the
+/// oracle's `backward_temp` at that op: 0.105 GiB for phi-1.5 at 4 × 1044 tokens × 51,200). Returned in
+/// token-bytes, to be multiplied by the vocabulary. Other stacks: 0.
+fn litgpt_chunk_gradients(job: &Job) -> f64 {
+    if job.stack != super::stack::Stack::Litgpt || job.loss != LossImpl::Chunked {
+        return 0.0;
+    }
+    let bytes = if job.precision == Precision::Fp32 {
+        4.0
+    } else {
+        2.0
+    };
+    2.0 * bytes * f64::from(job.micro_batch) * f64::from(job.seq_len.min(128))
+}
+
+/// The model's output logits a training loop keeps bound through backward and the optimizer step
+/// ([`super::stack::Stack::keeps_logits_through_backward`]): tokens × vocabulary in the compute dtype
+/// (16-bit, or fp32 for an fp32 run), split by tensor parallelism. The fake-tensor oracle running litgpt's
+/// loop (`scripts/golden-litgpt.py`) holds exactly 2 · 4 · 1304 · 32000 B = 0.31 GiB more at Llama-2-7B's
+/// `LogSoftmaxBackward0` (batch 4) than with the list dropped. A fused head makes no logits.
+pub fn retained_logits_bytes(job: &Job, s: &Shapes) -> f64 {
+    if !job.stack.keeps_logits_through_backward()
+        || job.loss == LossImpl::Fused
+        || !job.objective.has_vocab_logits()
+    {
+        return 0.0;
+    }
+    let bytes = if job.precision == Precision::Fp32 {
+        4.0
+    } else {
+        2.0
+    };
+    bytes * s.tokens * preference::logit_share(job) * f64::from(job.arch.vocab) / s.tensor_split
 }
 
 /// Gemma 2 caps its final logits, `cap · tanh(logits / cap)`, in the 16-bit dtype before the loss upcasts

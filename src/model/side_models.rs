@@ -192,7 +192,7 @@ fn separate_critic(job: &Job) -> Critic {
     let w = super::weights::weight_bytes(&full, &s);
     let o = super::optimizer::optimizer(&full, &s);
     let g = super::gradients::gradients(&full, &s);
-    let b = super::activations::backward_peak(&full, &s, 0.0);
+    let b = super::activations::backward_peak(&full, &s, 0.0, 0.0);
     Critic {
         weights: (w.quantized + w.plain) * r,
         resident: (o.master + o.states_allocated()) * r,

@@ -91,6 +91,19 @@ impl Stack {
         Some(s)
     }
 
+    /// Whether the stack's training loop keeps the model's output logits bound through backward.
+    ///
+    /// litgpt's fine-tuning loops (`litgpt/finetune/lora.py`, `adapter.py`, `adapter_v2.py`, `full.py`)
+    /// assign `logits = model(input_ids, lm_head_chunk_size=128)`, pass the list to `chunked_cross_entropy`
+    /// and call `fabric.backward(loss)` with `logits` still bound; the next iteration's `model(...)` call
+    /// rebinds it only when it returns. The chunk outputs therefore live through backward and the optimizer
+    /// step. The HF Trainer's `compute_loss` returns the loss alone and drops the outputs
+    /// (`transformers/trainer.py`); torchtune's recipes `del logits` before backward
+    /// (`recipes/lora_finetune_single_device.py`).
+    pub fn keeps_logits_through_backward(self) -> bool {
+        matches!(self, Stack::Litgpt)
+    }
+
     /// Whether the stack trains preference objectives with TRL's own trainers (`DPOTrainer`, `CPOTrainer`):
     /// the HF Trainer scripts (`trl dpo`) and the generic stack. LLaMA-Factory, ms-swift and the others
     /// subclass or replace their loss code.
