@@ -133,11 +133,13 @@ fn cmd_estimate(args: &[&str], json: bool) -> Result<(), String> {
         }
     }
     if let Some(id) = hub {
-        let imported = crate::hub_client::import(id, hub_base)?;
+        let (imported, stored) = crate::hub_client::import(id, hub_base)?;
         job.arch = imported.arch;
         if let Some(w) = imported.weights {
             job.weights = w;
         }
+        // The headers' exact bytes count where the job holds the weights as stored (`checkpoint_in_use`).
+        job.checkpoint = stored;
     }
     let est = estimate(&job);
     if json {

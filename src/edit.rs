@@ -3,7 +3,7 @@
 //! component can no longer write back an old form. Plain Rust, so every edit is tested natively.
 
 use crate::catalog::import::ImportedFile;
-use crate::form::{Form, CUSTOM};
+use crate::form::{Form, HubCheckpoint, CUSTOM};
 use crate::hub::{HubError, HubModel};
 use crate::imports::{apply_file, detect, Understood};
 use crate::model::{Module, Stack};
@@ -102,10 +102,23 @@ impl Edit {
             }
             Edit::HubLoaded { model, .. } => {
                 let shown = form.model == CUSTOM && form.hub == model.id;
-                if let (false, Ok(imported)) = (shown, model.imported()) {
+                let imported = model.imported();
+                // The stored weights attach to the id either way (a shared link keeps its settings).
+                let format = imported.as_ref().ok().and_then(|i| i.weights);
+                let checkpoint = model
+                    .weights
+                    .as_ref()
+                    .ok()
+                    .and_then(|w| w.stored(format))
+                    .map(|stored| HubCheckpoint {
+                        id: model.id.clone(),
+                        stored,
+                    });
+                if let (false, Ok(imported)) = (shown, imported) {
                     apply_file(form, ImportedFile::Model(imported));
                     form.hub = model.id.clone();
                 }
+                form.checkpoint = checkpoint;
             }
             Edit::HubFetching(_) | Edit::HubFailed { .. } => {}
         }
@@ -227,5 +240,56 @@ mod tests {
             Some(Err(_))
         ));
         assert_eq!(f, before);
+    }
+
+    /// A Hub model's headers become the job's stored weights while the form shows that model unedited; an
+    /// edited shape or another model drops them.
+    #[test]
+    fn a_loaded_checkpoint_is_the_jobs_until_the_shape_is_edited() {
+        use crate::hub::{Dtype, DtypeTotal, WeightSummary};
+        let summary = WeightSummary {
+            files: 1,
+            files_read: 1,
+            tensors: 30,
+            by_dtype: vec![DtypeTotal {
+                dtype: Dtype::Bf16,
+                elements: 100_000,
+                bytes: 200_000,
+            }],
+            bytes: 200_000,
+            index_total_size: None,
+            parameters: Some(100_000),
+        };
+        let model = Rc::new(HubModel {
+            id: "a/b".into(),
+            revision: "main".into(),
+            version: None,
+            config: r#"{"model_type":"llama","hidden_size":64,"num_hidden_layers":3,"num_attention_heads":4,"vocab_size":100}"#.into(),
+            weights: Ok(summary),
+        });
+        let mut f = Form::default();
+        Edit::HubLoaded {
+            model: model.clone(),
+            cached: false,
+        }
+        .apply(&mut f);
+        let stored = f.job().checkpoint.expect("the headers are the job's");
+        assert_eq!((stored.plain, stored.quantized), (200_000.0, 0.0));
+        Edit::Arch(ArchField::Layers, 4).apply(&mut f);
+        assert_eq!(f.job().checkpoint, None);
+        // Loading it again (a shared link whose form already names it) attaches them again.
+        f.hub = "a/b".into();
+        Edit::HubLoaded {
+            model,
+            cached: true,
+        }
+        .apply(&mut f);
+        assert!(f.job().checkpoint.is_some());
+        Edit::Set {
+            key: "model",
+            value: "qwen2.5-7b".into(),
+        }
+        .apply(&mut f);
+        assert_eq!(f.job().checkpoint, None);
     }
 }

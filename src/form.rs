@@ -7,6 +7,13 @@ use crate::model::{
 };
 use serde::{Deserialize, Serialize};
 
+/// A Hub model's stored weights ([`crate::hub::WeightSummary::stored`]) and the id they belong to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HubCheckpoint {
+    pub id: String,
+    pub stored: crate::model::weights::StoredCheckpoint,
+}
+
 /// The id that selects the custom model or GPU instead of a catalog entry.
 pub const CUSTOM: &str = "custom";
 
@@ -66,6 +73,10 @@ pub struct Form {
     pub kv_dtype: KvDtype,
     /// The Hugging Face Hub id (`owner/name`) `custom_arch` was loaded from; empty otherwise.
     pub hub: String,
+    /// The stored weights of the Hub model `hub` names, read from its safetensors headers when it loaded.
+    /// Not a setting and not in links: a link names the id, and the page reads the headers again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<HubCheckpoint>,
     /// Layers trained at once: freeze tuning's last layers, BAdam's block, LISA's sampled layers.
     pub trained_layers: u32,
     /// Rank of GaLore's / APOLLO's gradient projection.
@@ -143,6 +154,7 @@ impl Default for Form {
             concurrent: 1,
             kv_dtype: KvDtype::Bf16,
             hub: String::new(),
+            checkpoint: None,
             trained_layers: 2,
             projection_rank: 128,
             optimizer_in_backward: false,
@@ -221,6 +233,12 @@ impl Form {
         job.inference.batch = self.concurrent;
         job.inference.kv_dtype = self.kv_dtype;
         job.freeze_trainable_layers = self.trained_layers;
+        // The headers describe the Hub model only while the form still shows it unedited.
+        job.checkpoint = self
+            .checkpoint
+            .as_ref()
+            .filter(|c| self.model == CUSTOM && !self.hub.is_empty() && c.id == self.hub)
+            .map(|c| c.stored);
         job.projection_rank = self.projection_rank;
         job.optimizer_in_backward = self.optimizer_in_backward;
         job.objective = self.objective;
@@ -263,6 +281,20 @@ impl Form {
             max_num_seqs: (self.max_num_seqs > 0).then_some(self.max_num_seqs),
             block_size: Some(self.block_size.max(1)),
             weights: self.weights.is_quantized().then_some(self.weights),
+            // A Hub checkpoint's headers give its stored bytes, which the engine loads whole.
+            weights_gib: {
+                let served = Job {
+                    mode: Mode::Inference,
+                    ..self.job()
+                };
+                let tp = if self.parallelism == Parallelism::Tensor {
+                    self.gpus.max(1)
+                } else {
+                    1
+                };
+                crate::model::weights::checkpoint_in_use(&served)
+                    .map(|c| c.total() / f64::from(tp) / crate::bytes::GIB)
+            },
             max_position_embeddings: catalog::model(&self.model)
                 .and_then(|m| m.max_position_embeddings()),
             ..crate::model::ServeRequest::default()

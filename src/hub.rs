@@ -23,6 +23,8 @@
 //!   `time_step_limit: [0.0, Infinity]`): [`python_json`].
 
 use crate::catalog::import::{self, ImportError, Imported};
+use crate::model::weights::StoredCheckpoint;
+use crate::model::WeightFormat;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -616,6 +618,50 @@ impl WeightSummary {
     /// Every file's header was read, so `bytes` and `by_dtype` cover the whole checkpoint.
     pub fn complete(&self) -> bool {
         self.files_read == self.files
+    }
+
+    /// The stored weights as the estimate takes them ([`StoredCheckpoint`]): `bytes` split into quantized
+    /// tensors (integer and 8-, 6- and 4-bit float dtypes) and 16/32-bit float ones, in the headers' proportion
+    /// (all of them when every header was read; else those read, scaled to the index's `total_size`). The
+    /// format is `quantized` (what the config's `quantization_config` maps to), else the floating dtype that
+    /// holds most bytes. `None` when the headers contradict that: a quantized format with no quantized
+    /// tensors, or more than 1% of the bytes in quantized tensors with no `quantization_config` to read them.
+    pub fn stored(&self, quantized: Option<WeightFormat>) -> Option<StoredCheckpoint> {
+        let float = |d: Dtype| matches!(d, Dtype::F16 | Dtype::Bf16 | Dtype::F32 | Dtype::F64);
+        let sum = |keep: &dyn Fn(Dtype) -> bool| -> u64 {
+            self.by_dtype
+                .iter()
+                .filter(|t| keep(t.dtype))
+                .map(|t| t.bytes)
+                .sum()
+        };
+        let (q, p) = (sum(&|d| !float(d)), sum(&float));
+        let read = q + p;
+        if read == 0 || self.bytes == 0 {
+            return None;
+        }
+        let scale = self.bytes as f64 / read as f64;
+        let (q, p) = (q as f64 * scale, p as f64 * scale);
+        let format = match quantized {
+            Some(f) if f.is_quantized() && q == 0.0 => return None,
+            Some(f) => f,
+            None if q > 0.01 * (q + p) => return None,
+            None => {
+                let most = [
+                    (Dtype::Bf16, WeightFormat::Bf16),
+                    (Dtype::F16, WeightFormat::Fp16),
+                    (Dtype::F32, WeightFormat::Fp32),
+                ]
+                .into_iter()
+                .max_by_key(|(d, _)| sum(&|x| x == *d))?;
+                most.1
+            }
+        };
+        Some(StoredCheckpoint {
+            format,
+            quantized: q,
+            plain: p,
+        })
     }
 }
 

@@ -26,8 +26,18 @@ pub fn load(base: &str, id: &HubId, timeout: Duration) -> Result<HubModel, HubEr
 }
 
 /// `vramfit estimate --hub ID [--hub-base URL]`: loads the model from `base` (else `$HF_ENDPOINT`, else
-/// [`hub::DEFAULT_BASE`]) within [`hub::TIMEOUT_MS`], says on stderr what was read, and returns its import.
-pub fn import(id: &str, base: Option<&str>) -> Result<crate::catalog::import::Imported, String> {
+/// [`hub::DEFAULT_BASE`]) within [`hub::TIMEOUT_MS`], says on stderr what was read, and returns its import
+/// with its stored weights ([`hub::WeightSummary::stored`]) when the headers were read.
+pub fn import(
+    id: &str,
+    base: Option<&str>,
+) -> Result<
+    (
+        crate::catalog::import::Imported,
+        Option<crate::model::weights::StoredCheckpoint>,
+    ),
+    String,
+> {
     let endpoint = std::env::var("HF_ENDPOINT").ok();
     let base = base.or(endpoint.as_deref()).unwrap_or(hub::DEFAULT_BASE);
     let hub_id = hub::parse_id(id).map_err(|e| e.to_string())?;
@@ -35,7 +45,12 @@ pub fn import(id: &str, base: Option<&str>) -> Result<crate::catalog::import::Im
     let model = load(base, &hub_id, timeout).map_err(|e| format!("--hub {id}: {e}"))?;
     let imported = model.imported().map_err(|e| format!("--hub {id}: {e}"))?;
     eprintln!("vramfit: {}", describe(&model, &imported));
-    Ok(imported)
+    let stored = model
+        .weights
+        .as_ref()
+        .ok()
+        .and_then(|w| w.stored(imported.weights));
+    Ok((imported, stored))
 }
 
 /// One line on what a load read: commit, stored weights, parameters, quantization.

@@ -1337,6 +1337,10 @@ pub fn model_warning(lang: Lang, w: crate::model::Warning) -> &'static str {
             "MXFP4 weights cannot be trained as stored: training loads them with Mxfp4Config(dequantize=True), so this run is counted on bf16 weights."
         }
         (Lang::Zh, Mxfp4TrainsDequantized) => "MXFP4 权重无法按存储格式训练：训练时用 Mxfp4Config(dequantize=True) 加载，因此按 bf16 权重计算。",
+        (Lang::En, CheckpointDiffersFromShape) => {
+            "The checkpoint's safetensors headers store over 25% more or less than this shape does in that format (extra tensors such as multi-token-prediction layers, or another model): the weights are counted from the shape."
+        }
+        (Lang::Zh, CheckpointDiffersFromShape) => "检查点的 safetensors 头记录的权重字节与该结构在此格式下的大小相差超过 25%（含有结构之外的张量，如多 token 预测层，或是另一个模型）：权重按模型结构计算。",
     }
 }
 

@@ -394,6 +394,7 @@ mod tests {
             concurrent: 7,
             kv_dtype: crate::model::KvDtype::Fp8,
             hub: String::new(),
+            checkpoint: None,
             images: 3,
             train_vision: true,
             torch_version: crate::model::Version::new(2, 1),

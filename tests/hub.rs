@@ -253,3 +253,149 @@ fn the_cli_estimates_a_hub_model() {
     assert_eq!(code, 2);
     assert!(err.contains("not a model id"), "{err}");
 }
+
+/// The weights' bytes an estimate counts (quantized and 16/32-bit parts).
+fn weight_parts(est: &vramfit::model::Estimate) -> f64 {
+    use vramfit::model::Component;
+    est.gpu
+        .iter()
+        .filter(|p| {
+            matches!(
+                p.component,
+                Component::Weights | Component::WeightsQuantized
+            )
+        })
+        .map(|p| p.bytes)
+        .sum()
+}
+
+#[test]
+fn the_headers_stored_bytes_are_the_estimates_weights() {
+    use vramfit::model::{estimate, Job, Mode};
+    // The bitsandbytes 8-bit checkpoint: I8 weights and U8 flags are its quantized bytes, the F16
+    // embeddings/head/norms and F32 row scales the rest (byte counts from the fixture's headers above).
+    let m = load("jeevanchaps/Meta-Llama3.1-8B-Instruct-assessment").unwrap();
+    let imported = m.imported().unwrap();
+    let stored = m
+        .weights
+        .as_ref()
+        .unwrap()
+        .stored(imported.weights)
+        .unwrap();
+    assert_eq!(stored.format, WeightFormat::Int8);
+    assert_eq!(stored.quantized, (6_979_321_856u64 + 224) as f64);
+    assert_eq!(stored.plain, (2_101_878_784u64 + 5_505_024) as f64);
+    let serve = Job {
+        arch: imported.arch.clone(),
+        mode: Mode::Inference,
+        weights: WeightFormat::Int8,
+        checkpoint: Some(stored),
+        ..Job::default()
+    };
+    assert_eq!(weight_parts(&estimate(&serve)), 9_086_705_888.0);
+    // Without the headers the weights are the shape's, which differ.
+    let derived = weight_parts(&estimate(&Job {
+        checkpoint: None,
+        ..serve.clone()
+    }));
+    assert_ne!(derived, 9_086_705_888.0);
+    // Weights held in another format than stored (re-quantized to NF4) are the shape's in that format.
+    let nf4 = Job {
+        weights: WeightFormat::Nf4,
+        ..serve.clone()
+    };
+    assert_eq!(
+        weight_parts(&estimate(&nf4)),
+        weight_parts(&estimate(&Job {
+            checkpoint: None,
+            ..nf4.clone()
+        }))
+    );
+
+    // gpt-oss-20b: MXFP4 experts (U8 blocks and scales) and its bf16 rest, 13,413,888 B more than the shape.
+    let m = load("openai/gpt-oss-20b").unwrap();
+    let imported = m.imported().unwrap();
+    let stored = m
+        .weights
+        .as_ref()
+        .unwrap()
+        .stored(imported.weights)
+        .unwrap();
+    assert_eq!(
+        (stored.format, stored.quantized, stored.plain),
+        (WeightFormat::Mxfp4, 10_152_345_600.0, 3_608_919_168.0)
+    );
+    let serve = Job {
+        arch: imported.arch,
+        mode: Mode::Inference,
+        weights: WeightFormat::Mxfp4,
+        checkpoint: Some(stored),
+        ..Job::default()
+    };
+    assert_eq!(weight_parts(&estimate(&serve)), 13_761_264_768.0);
+
+    // A bf16 checkpoint whose headers hold far more than its shape (another model's): the shape counts,
+    // and the estimate says why.
+    let m = load("meta-llama/Llama-3.2-1B").unwrap();
+    let mut stored = m.weights.as_ref().unwrap().stored(None).unwrap();
+    assert_eq!(
+        (stored.format, stored.quantized, stored.plain),
+        (WeightFormat::Bf16, 0.0, 2_471_628_800.0)
+    );
+    stored.plain *= 2.0;
+    let job = Job {
+        arch: m.imported().unwrap().arch,
+        mode: Mode::Inference,
+        checkpoint: Some(stored),
+        ..Job::default()
+    };
+    let est = estimate(&job);
+    assert_eq!(weight_parts(&est), 2_471_628_800.0);
+    assert!(est
+        .warnings
+        .contains(&vramfit::model::Warning::CheckpointDiffersFromShape));
+}
+
+#[test]
+fn the_cli_counts_a_hub_checkpoints_stored_bytes() {
+    let dir = std::env::temp_dir().join(format!("vramfit-hub-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = dir.join("serve.json");
+    std::fs::write(&job, r#"{"mode": "inference"}"#).unwrap();
+    let (code, out, err) = vramfit(&[
+        "estimate",
+        job.to_str().unwrap(),
+        "--hub",
+        "openai/gpt-oss-20b",
+        "--hub-base",
+        base(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let est: vramfit::model::Estimate = serde_json::from_str(&out).unwrap();
+    assert_eq!(weight_parts(&est), 13_761_264_768.0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_loaded_hub_model_serves_its_stored_bytes() {
+    use std::rc::Rc;
+    use vramfit::edit::Edit;
+    use vramfit::form::Form;
+    let m = load("openai/gpt-oss-20b").unwrap();
+    let mut form = Form::default();
+    Edit::HubLoaded {
+        model: Rc::new(m),
+        cached: false,
+    }
+    .apply(&mut form);
+    assert_eq!(form.weights, WeightFormat::Mxfp4);
+    let gib = form
+        .serve_request()
+        .weights_gib
+        .expect("the headers' bytes");
+    assert!(
+        (gib * 1_073_741_824.0 - 13_761_264_768.0).abs() < 1.0,
+        "{gib}"
+    );
+}

@@ -92,6 +92,7 @@ fn form_from(words: Vec<u32>) -> Form {
         model,
         custom_arch,
         hub,
+        checkpoint: None,
         gpu: p.one(&gpus),
         custom_vram_gib: p.number("vram"),
         gpus: p.number("gpus"),

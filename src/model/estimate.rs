@@ -165,6 +165,9 @@ pub enum Warning {
     /// MXFP4 weights cannot be trained as stored; the run was estimated on bf16 weights
     /// (`Mxfp4Config(dequantize=True)`).
     Mxfp4TrainsDequantized,
+    /// The checkpoint's safetensors headers store much more or less than the shape does in that format
+    /// ([`super::weights::CHECKPOINT_MATCH_SHARE`]); the weights were counted from the shape.
+    CheckpointDiffersFromShape,
 }
 
 /// An amount of one component.

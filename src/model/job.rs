@@ -481,6 +481,9 @@ pub struct Job {
     pub variable_lengths: bool,
     /// Library releases (today's by default).
     pub versions: Versions,
+    /// The checkpoint's stored weights, read from its safetensors headers (a Hub model), when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<super::weights::StoredCheckpoint>,
     /// Rank of GaLore's and APOLLO's gradient projection (`galore_rank`, `apollo_rank`).
     pub projection_rank: u32,
     /// Each parameter is stepped as soon as its gradient is ready, which is then freed (torchtune
@@ -524,6 +527,7 @@ impl Default for Job {
             frozen_sharding: FrozenSharding::Separate,
             variable_lengths: false,
             versions: Versions::default(),
+            checkpoint: None,
             projection_rank: 128,
             optimizer_in_backward: false,
             objective: super::preference::Objective::Sft,

@@ -3,6 +3,56 @@
 use super::arch::ParamCounts;
 use super::job::{Job, Parallelism, WeightFormat};
 use super::shapes::Shapes;
+use serde::{Deserialize, Serialize};
+
+/// A checkpoint's weights as its safetensors headers store them (the Hub loader's sum over its headers,
+/// [`crate::hub::WeightSummary`]): exact bytes instead of bytes derived from the parameter count and the
+/// format, for the format the checkpoint is stored in.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredCheckpoint {
+    /// The format the checkpoint is stored in (its `quantization_config`, else its floating dtype).
+    pub format: WeightFormat,
+    /// Bytes of integer and 8-, 6- and 4-bit float tensors: packed quantized weights, their zero-points,
+    /// FP8 weights, MX blocks and scales.
+    pub quantized: f64,
+    /// Bytes of 16- and 32-bit float tensors: everything else (embeddings, norms, unquantized layers, GPTQ
+    /// and AWQ scales, FP8 scales).
+    pub plain: f64,
+}
+
+impl StoredCheckpoint {
+    /// Every stored byte.
+    pub fn total(&self) -> f64 {
+        self.quantized + self.plain
+    }
+}
+
+/// The largest share by which a checkpoint's stored bytes may differ from what the shape stores in that
+/// format ([`stored_bytes`]) and still be taken as the shape's weights. Formats' own overheads stay far
+/// inside it (GPTQ's group-32 scales add 6%, MXFP4's bf16 attention and FP8's block scales less); a
+/// checkpoint beyond it holds tensors the shape does not describe (multi-token-prediction layers kept beside
+/// the decoder, an adapter merged in another shape, another model), so its total says nothing about the
+/// shape's weights.
+pub const CHECKPOINT_MATCH_SHARE: f64 = 0.25;
+
+/// The stored checkpoint the job's weights are read from: when the job holds them in the checkpoint's own
+/// format, as loaded (a trainer that upcasts the non-quantized weights to fp32 for k-bit training, or
+/// Q-GaLore's int8 re-quantization, changes them), for a text-only shape (a vision-language checkpoint also
+/// stores the tower, which is counted on its own), and when the stored total is within
+/// [`CHECKPOINT_MATCH_SHARE`] of what the shape stores in that format.
+pub fn checkpoint_in_use(job: &Job) -> Option<&StoredCheckpoint> {
+    let c = job.checkpoint.as_ref()?;
+    let upcast = job.weights.is_quantized() && job.upcast_non_quantized && job.is_training();
+    let derived = stored_bytes(&job.arch.params(), c.format);
+    let matches = (c.total() - derived).abs() <= CHECKPOINT_MATCH_SHARE * derived;
+    (c.format == job.weights
+        && !upcast
+        && !super::full_tuning::int8_projected_weights(job)
+        && job.arch.vision.is_none()
+        && matches
+        && (c.quantized > 0.0) == job.weights.is_quantized())
+    .then_some(c)
+}
 
 /// The base model's weights.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -24,6 +74,7 @@ pub struct WeightBytes {
 ///   [`WeightFormat::linear_bytes`]; the other linears (MXFP4's attention and routers) and the rest in
 ///   16-bit, or fp32 where a trainer upcasts non-quantized weights for training (`upcast_non_quantized`: PEFT
 ///   `prepare_model_for_kbit_training` casts them to fp32).
+/// - A checkpoint whose safetensors headers were read ([`checkpoint_in_use`]): its stored bytes.
 /// - Division over GPUs: a pipeline stage holds its layers' share of the linears plus the embedding and
 ///   LM head (the first and last stage; the busiest holds them); tensor parallelism splits everything
 ///   `1/n`; ZeRO-3/FSDP shards everything `1/n`; ZeRO-3 parameter offload keeps none on the GPU.
@@ -51,6 +102,20 @@ pub fn weight_bytes(job: &Job, s: &Shapes) -> WeightBytes {
         )
     } else {
         (0.0, p.linear * s.working, (p.total - p.linear) * s.working)
+    };
+    // A checkpoint read from its safetensors headers gives the exact totals: its quantized and its 16/32-bit
+    // bytes, each spread over the shape's linears and the rest as the shape's own bytes are.
+    let (w_quant, lin_plain, rest_plain) = match checkpoint_in_use(job) {
+        Some(c) => {
+            let plain = lin_plain + rest_plain;
+            let f = if plain > 0.0 { c.plain / plain } else { 0.0 };
+            (
+                c.quantized + if plain > 0.0 { 0.0 } else { c.plain },
+                lin_plain * f,
+                rest_plain * f,
+            )
+        }
+        None => (w_quant, lin_plain, rest_plain),
     };
     let split = |linear: f64, rest: f64| -> f64 {
         if s.param_offloaded {
