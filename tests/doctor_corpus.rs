@@ -18,6 +18,11 @@ fn kind_id(k: Kind) -> &'static str {
 /// Texts the doctor answers "unrecognised" although their thread knew the cause: nothing in the pasted text
 /// itself is decisive, and a rule for them would be a guess. Each stays in the corpus, with why.
 const KNOWN_MISSES: &[(&str, &str)] = &[
+    ("s-tony-tf231-cudnn-handle-growth", "TensorFlow's \"Could not create cudnn handle\", which the thread fixed with memory growth; the text names no memory"),
+    ("s-sockeye-cublas-handle-failed", "MXNet's failed cuBLAS handle, which smaller models fixed; the text names no memory"),
+    ("s-waifu2x-vk-minus1-vram", "Vulkan's -1 is host memory by the spec; this driver returned it for video memory"),
+    ("s-kvcached-v1-available-lt-need", "a KV-cache plug-in's own warning before a traceback cut short"),
+    ("s-chatglm-ft-shards-sigkill-zh", "DeepSpeed \"Killing subprocess\" lines with no return code"),
     ("r-d2-docker-2g-typed", "a hand-typed message with \"totalcapacity\" run together: the total is not read"),
     ("r-elastic-agent-sigterm", "the elastic agent's caught SIGTERM: a scheduler, a preemption or a memory eviction, which the text does not tell apart"),
     ("r-keras2cpp-bad-alloc-layers", "std::bad_alloc (a host allocation failure) whose thread never settled the cause"),

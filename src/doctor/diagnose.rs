@@ -216,6 +216,10 @@ pub enum Hint {
     OpenFiles,
     /// A connection between processes closed (a peer died or the network failed): look for the first rank's error.
     PeerGone,
+    /// An allocation of an impossible size (petabytes): a size computed wrong (an overflow, a bad shape).
+    ImpossibleSize,
+    /// A buffer the configuration sizes (DeepSpeed's swap buffers) is smaller than what it must hold.
+    ConfiguredBuffer,
 }
 
 /// The doctor's answer.
@@ -1095,8 +1099,8 @@ const SIGKILL_PHRASES: &[&str] = &[
     // in YAML: "exitCode: 137".
     "exitcode: 137",
     // joblib/loky `process_executor.py` (`TerminatedWorkerError`): "The exit codes of the workers are
-    // {SIGKILL(-9)}"; gunicorn `arbiter.py`: "Worker (pid:N) was sent SIGKILL! Perhaps out of memory?".
-    "{sigkill(-9)}",
+    // {SIGKILL(-9)}" (one per worker: "{SIGKILL(-9), SIGKILL(-9)}"); gunicorn `arbiter.py`: "Worker (pid:N) was sent SIGKILL! Perhaps out of memory?".
+    "sigkill(-9)",
     "was sent sigkill!",
     // gdb: "Program terminated with signal SIGKILL, Killed."; a launcher's "exit code -9" (SIGKILL's
     // negative return code from `subprocess`).
@@ -1664,6 +1668,8 @@ const NO_CUDA: Rule = any(
         "found no nvidia driver on your system",
         // `torch/cuda/__init__.py` `_lazy_init` (`cudaErrorNoDevice`).
         "no cuda gpus are available",
+        // `cudaErrorNoDevice`'s own string, as ggml and others print it.
+        "no cuda-capable device is detected",
     ],
     Kind::NotMemory,
     Source::DriverTooOld,
@@ -1823,6 +1829,59 @@ const STRUCT_ERROR: Rule = any(
 /// hnswlib `hnswlib/hnswalg.h` / `bruteforce.h`: `throw std::runtime_error("Not enough memory")` when `malloc`
 /// of the index's storage fails, which pybind11 raises as "RuntimeError: Not enough memory": host RAM.
 const HNSWLIB_HOST: Rule = check(hnswlib_not_enough, Kind::Host, Source::CpuAllocator);
+/// Hadoop YARN's NodeManager (`ContainersMonitorImpl`): "Container killed by YARN for exceeding memory limits.
+/// X GB of Y GB physical (or virtual) memory used" (Spark shows it as the executor's loss reason): host RAM,
+/// as the container's limit counts it.
+const YARN_MEMORY: Rule = any(
+    &[
+        "container killed by yarn for exceeding memory limits",
+        "is running beyond physical memory limits",
+        "is running beyond virtual memory limits",
+    ],
+    Kind::Host,
+    Source::OomKiller,
+);
+/// Dask distributed's memory monitor (`distributed/worker_memory.py`): "Memory use is high but worker has no
+/// data to store to disk. Perhaps some other process is leaking memory?", "Worker is at N% memory usage",
+/// and the nanny's "Worker exceeded 95% memory budget. Restarting": host RAM at the worker's limit.
+const DASK_MEMORY: Rule = any(
+    &[
+        "memory use is high but worker has no data to store to disk",
+        "exceeded 95% memory budget",
+        "worker is at 8",
+        "worker is at 9",
+    ],
+    Kind::Host,
+    Source::OomKiller,
+);
+/// HTTP 507 "Insufficient Storage" (RFC 4918 §11.5), as `requests` raises it ("507 Server Error: Insufficient
+/// Storage for url: …"): the server has no room to store the upload (a W&B or artifact server's disk).
+const HTTP_507: Rule = any(
+    &[
+        "507 server error: insufficient storage",
+        "507 insufficient storage",
+    ],
+    Kind::Disk,
+    Source::DiskFull,
+);
+/// PaddlePaddle's allocator message ([`PADDLE_OOM`]) asking for petabytes or more ("Cannot allocate
+/// 655.142555PB memory on GPU 0"): no device has that; the size was computed wrong.
+const PADDLE_ABSURD: Rule =
+    check(paddle_absurd, Kind::NotMemory, Source::Paddle).with(Hint::ImpossibleSize);
+/// DeepSpeed's swap buffers for NVMe offload (`runtime/swap_tensor/partitioned_param_swapper.py`: "Not enough
+/// buffers N for swapping M"; `runtime/swap_tensor/utils.py`: "More elements N than buffer size M"): the
+/// configured `buffer_count` / `buffer_size` is too small, whatever the device holds.
+const DS_SWAP_BUFFERS: Rule =
+    check(ds_swap_buffers, Kind::NotMemory, Source::Unknown).with(Hint::ConfiguredBuffer);
+/// CUDA `cudaErrorCudartUnloading` (29) "driver shutting down", as Caffe's `CUDA_CHECK` prints it ("Check
+/// failed: error == cudaSuccess (29 vs. 0) driver shutting down"): a call after the runtime began to unload.
+const CUDART_UNLOADING: Rule = any(
+    &["driver shutting down"],
+    Kind::NotMemory,
+    Source::CudaError,
+)
+.with(Hint::CudaFault);
+
 const RULES: &[Rule] = &[
     DEVICE_UNAVAILABLE,
     PT_HIP,
@@ -1880,6 +1939,7 @@ const RULES: &[Rule] = &[
     METAL_INVALID,
     METAL_GGML,
     MLX_MALLOC,
+    PADDLE_ABSURD,
     PADDLE_OOM,
     PADDLE_ENFORCE_ALLOC,
     ORT_ARENA_ABSURD,
@@ -1899,6 +1959,7 @@ const RULES: &[Rule] = &[
     NCCL_SHM,
     SHM_ENOSPC,
     ENOSPC,
+    HTTP_507,
     TOOL_DISK,
     RAY_DISK,
     HF_DISK,
@@ -1916,6 +1977,8 @@ const RULES: &[Rule] = &[
     SIGKILL,
     SIGBUS,
     RAY_OOM,
+    YARN_MEMORY,
+    DASK_MEMORY,
     V8_HEAP,
     NOTEBOOK_RAM,
     BYTES_OBJECT,
@@ -1972,6 +2035,8 @@ const RULES: &[Rule] = &[
     OPEN_FILES,
     PEER_CLOSED,
     NCCL,
+    DS_SWAP_BUFFERS,
+    CUDART_UNLOADING,
     SHARED_LIB,
     SEGFAULT,
     NO_SUCH_FILE,
@@ -2346,6 +2411,9 @@ fn pinned_host(s: &Scan) -> Option<usize> {
         "illegal memory access",
         "device-side assert",
         "misaligned address",
+        // ggml `ggml_cuda_host_malloc` prints `cudaGetErrorString`: with no GPU the pinned buffer fails for
+        // want of a device ("no CUDA-capable device is detected"), not of memory.
+        "no cuda-capable device",
     ];
     [
         "cachinghostallocator",
@@ -2414,11 +2482,39 @@ fn vk_allocate_device_code(s: &Scan) -> Option<usize> {
         .find(|&i| {
             let w = window(&s.low, i, 160);
             let w = w.split('\n').next().unwrap_or("");
-            ["errcode=-2", "error code -2", "result -2", "= -2", "(-2)"]
-                .iter()
-                .any(|c| w.contains(c))
+            // ncnn `gpu.cpp` / `allocator.cpp`: "vkAllocateMemory failed %d".
+            [
+                "errcode=-2",
+                "error code -2",
+                "result -2",
+                "= -2",
+                "(-2)",
+                "failed -2",
+            ]
+            .iter()
+            .any(|c| w.contains(c))
         })
         .map(|i| s.orig(i))
+}
+
+/// [`PADDLE_ABSURD`]: Paddle's "Cannot allocate X" with X of a petabyte or more.
+fn paddle_absurd(s: &Scan) -> Option<usize> {
+    let at = s.find("cannot allocate ")?;
+    let gib = parse_size(&s.text[s.orig(at) + "cannot allocate ".len()..])?;
+    (gib >= 1_048_576.0).then(|| s.orig(at))
+}
+
+/// [`DS_SWAP_BUFFERS`]: DeepSpeed's two swap-buffer assertions.
+fn ds_swap_buffers(s: &Scan) -> Option<usize> {
+    s.low
+        .match_indices("not enough buffers")
+        .find(|(i, _)| window(&s.low, *i, 60).contains("for swapping"))
+        .or_else(|| {
+            s.low
+                .match_indices("more elements ")
+                .find(|(i, _)| window(&s.low, *i, 80).contains("than buffer size"))
+        })
+        .map(|(i, _)| s.orig(i))
 }
 
 /// [`NUMBA_CUDA_ERROR`]: Numba's "call to cu… results in cuda_error_…" naming an error other than out of
@@ -2548,6 +2644,8 @@ fn parse_size_as(s: &str, binary_decimal: bool) -> Option<f64> {
         "gb" => 1e9,
         "tib" | "t" => GIB * 1024.0,
         "tb" => 1e12,
+        "pib" | "p" => GIB * 1_048_576.0,
+        "pb" => 1e15,
         _ => return None,
     };
     let gib = number * bytes / GIB;
