@@ -85,6 +85,10 @@ ADDED = {
     "minimax-m2": {"layers": 3, "seq_len": 512},
     "deepseek-v3": {"layers": 5, "seq_len": 512},  # first_k_dense_replace 3 dense + 2 MoE
     "kimi-k2-instruct": {"layers": 3, "seq_len": 512},  # first_k_dense_replace 1 dense + 2 MoE
+    "apertus-8b-instruct-2509": {},
+    "afm-4.5b": {},  # arcee
+    "olmo-3-7b-instruct": {},
+    "hunyuan-0.5b-instruct": {},
 }
 # Not in the grid: Qwen2.5-VL and Qwen3-VL, whose language models (qwen2_5_vl_text, qwen3_vl_text) have no causal-LM
 # class in transformers 5.24 (AutoModelForCausalLM maps neither; only the head-less *TextModel exists), so the

@@ -221,7 +221,15 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
     } else {
         0.0
     };
+    // Per-head q/k RMSNorms (Qwen3, Gemma 3, Hunyuan, …): like the layer norms, each keeps the fp32 copy of
+    // its input that `pow` saves, and the normalized tensor when its weight trains.
+    let qk_norms = if arch.qk_norm {
+        (4.0 + if trained { rb } else { 0.0 }) * (q + kv)
+    } else {
+        0.0
+    };
     let attn_heads = prefix_bias
+        + qk_norms
         + fused_base
         + adapter(Module::O, q, h)
         + match job.attention {
@@ -246,7 +254,7 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
                 0.0
             }
         };
-        let act = arch.activation.saved_tensors();
+        let act = arch.activation.saved_tensors(trained);
         let acts = match arch.mlp {
             MlpKind::Gated => (2.0 + act) * ab * i,
             MlpKind::Plain => act * ab * i,

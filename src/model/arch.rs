@@ -77,9 +77,10 @@ pub enum Activation {
     /// `0.5·x` and `1 + tanh`).
     GeluNew,
     /// xIELU (Apertus) as transformers runs it without the CUDA `xielu` package (`activations.py`
-    /// `XIELUActivation._xielu_python`): its `where` over two Python branches keeps the input, three more
-    /// input-wide 16-bit tensors and the 1-byte condition, 9 B per element in bf16 (read with
-    /// `torch.autograd.graph.saved_tensors_hooks` on the activation alone), 4.5 inputs' worth.
+    /// `XIELUActivation._xielu_python`): its `where` over two Python branches keeps the input, two more
+    /// input-wide 16-bit tensors and the 1-byte condition, 7 B per element in bf16, 3.5 inputs' worth; one more
+    /// 16-bit tensor when its own `alpha_p`/`alpha_n` train (full fine-tuning), 9 B (read with
+    /// `torch.autograd.graph.saved_tensors_hooks` on the activation, with and without its parameters training).
     Xielu,
 }
 
@@ -88,12 +89,14 @@ impl Activation {
         *self == Activation::Fused
     }
 
-    /// Tensors as wide as the MLP input of the activation that backward keeps.
-    pub fn saved_tensors(self) -> f64 {
+    /// Tensors as wide as the MLP input of the activation that backward keeps (`params_train`: the
+    /// activation's own parameters train, as xIELU's do in full fine-tuning).
+    pub fn saved_tensors(self, params_train: bool) -> f64 {
         match self {
             Activation::Fused => 1.0,
             Activation::GeluNew => 4.0,
-            Activation::Xielu => 4.5,
+            Activation::Xielu if params_train => 4.5,
+            Activation::Xielu => 3.5,
         }
     }
 }
