@@ -18,6 +18,7 @@ fn kind_id(k: Kind) -> &'static str {
 /// Texts the doctor answers "unrecognised" although their thread knew the cause: nothing in the pasted text
 /// itself is decisive, and a rule for them would be a guess. Each stays in the corpus, with why.
 const KNOWN_MISSES: &[(&str, &str)] = &[
+    ("t-chatglm-eff-tuning-streamwriter-write-failed", "PyTorch's stream writer \"file write failed\", a full disk where threads settle it; this one never did"),
     ("s-tony-tf231-cudnn-handle-growth", "TensorFlow's \"Could not create cudnn handle\", which the thread fixed with memory growth; the text names no memory"),
     ("s-sockeye-cublas-handle-failed", "MXNet's failed cuBLAS handle, which smaller models fixed; the text names no memory"),
     ("s-waifu2x-vk-minus1-vram", "Vulkan's -1 is host memory by the spec; this driver returned it for video memory"),

@@ -1126,6 +1126,9 @@ const RAY_OOM: Rule = any(
         "ray.exceptions.outofmemoryerror",
         // The memory monitor's advice line links its OOM-prevention docs.
         "ray-oom-prevention",
+        // The memory monitor's kill report: "Memory on the node … was X / Y (0.95…), which exceeds the memory
+        // usage threshold of 0.95. Ray killed this worker …".
+        "which exceeds the memory usage threshold of",
     ],
     Kind::Host,
     Source::Ray,
@@ -1652,8 +1655,13 @@ const FS_UNSUPPORTED: Rule = any(
 /// Huawei Ascend (CANN / `torch_npu`): "NPU out of memory. Tried to allocate …" and the graph engine's
 /// "Memory_Allocation_Failure(EL0004): Failed to allocate memory requested by GE module." (CANN error code
 /// EL0004, "Available memory is insufficient"): NPU device memory.
+/// The same code as the runtime's log prints it: "EL0004: [PID: N] … Failed to allocate memory."
 const ASCEND_OOM: Rule = any(
-    &["npu out of memory", "memory_allocation_failure(el0004)"],
+    &[
+        "npu out of memory",
+        "memory_allocation_failure(el0004)",
+        "el0004: [pid",
+    ],
     Kind::Gpu,
     Source::Ascend,
 )
@@ -1882,12 +1890,29 @@ const CUDART_UNLOADING: Rule = any(
 )
 .with(Hint::CudaFault);
 
+/// Intel Gaudi's PyTorch bridge (`habana_frameworks`, its device-memory module): "FATAL ERROR :: MODULE:PT_DEVMEM
+/// Allocation failed for size::N (M)MB": the accelerator's HBM.
+const GAUDI_DEVMEM: Rule = any(
+    &["module:pt_devmem allocation failed"],
+    Kind::Gpu,
+    Source::Unknown,
+);
+/// CUDA `cudaErrorCompatNotSupportedOnDevice` (804): "forward compatibility was attempted on non supported HW"
+/// — a container's CUDA forward-compatibility libraries on a GPU or driver that does not take them.
+const CUDA_FORWARD_COMPAT: Rule = any(
+    &["forward compatibility was attempted on non supported hw"],
+    Kind::NotMemory,
+    Source::DriverTooOld,
+)
+.with(Hint::UpdateDriver);
+
 const RULES: &[Rule] = &[
     DEVICE_UNAVAILABLE,
     PT_HIP,
     PT_XPU,
     PT_MPS,
     ASCEND_OOM,
+    GAUDI_DEVMEM,
     PT_CUDA,
     PT_CUDA_TAIL,
     PT_CUDA_STATS,
@@ -2020,6 +2045,7 @@ const RULES: &[Rule] = &[
     MXNET_WORKSPACE,
     NCCL_SHM_GONE,
     NVML_MISMATCH,
+    CUDA_FORWARD_COMPAT,
     HSA_FAULT,
     GGML_ASSERT,
     GGML_KV_SLOTS,
