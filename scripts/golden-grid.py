@@ -59,6 +59,7 @@ HYBRID_MODELS = [
 # config the same way), "text_part" (a multimodal config: the language model alone, built from `text_config`;
 # the record carries "text_part"), "single_thread_backward" (see Falcon).
 REDUCED = ["lora-r16-all-ckpt", "lora-r8-attn-ckpt", "lora-r16-all-nockpt", "full-bf16-ckpt", "infer-b1-p512-n32"]
+VL_JOBS = ["lora-r8-attn-ckpt", "lora-r8-attn-nockpt", "infer-b1-p512-n32"]
 ADDED = {
     # Falcon's checkpointed backward aborts the process (std::terminate) in autograd's device thread on the fake
     # device; the engine's single-threaded mode runs it (the same ops in the same order: a Gemma 7B job gives
@@ -89,10 +90,15 @@ ADDED = {
     "afm-4.5b": {},  # arcee
     "olmo-3-7b-instruct": {},
     "hunyuan-0.5b-instruct": {},
+    # Qwen2.5-VL and Qwen3-VL: their language models (qwen2_5_vl_text, qwen3_vl_text) have no causal-LM class in
+    # transformers 5.24 (AutoModelForCausalLM maps neither), so the whole vision-language model is built
+    # (`AutoModelForImageTextToText`, "vision_language") and run on text alone: the tower's weights are loaded
+    # and idle, the language model runs its own code (multimodal RoPE positions included). LoRA names the
+    # language model's attention projections (the towers' are `qkv`/`proj`, so `all-linear` would adapt them
+    # too), and no full fine-tune (it would train the tower).
+    "qwen2.5-vl-3b-instruct": {"vision_language": True, "jobs": VL_JOBS},
+    "qwen3-vl-2b-instruct": {"vision_language": True, "jobs": VL_JOBS},
 }
-# Not in the grid: Qwen2.5-VL and Qwen3-VL, whose language models (qwen2_5_vl_text, qwen3_vl_text) have no causal-LM
-# class in transformers 5.24 (AutoModelForCausalLM maps neither; only the head-less *TextModel exists), so the
-# oracle cannot build them from text_config.
 
 # Keys transformers needs that the catalog's trimmed configs leave to defaults which differ from the real
 # model (each value is from the model's published config.json on the Hugging Face Hub).
@@ -265,6 +271,30 @@ def arch_overrides(mid):
     return {k: spec[k] for k in ("layers", "text_part") if k in spec}
 
 
+class vision_language_builder:
+    """While active (for a "vision_language" model), fake_peak's `AutoModelForCausalLM.from_config` builds the
+    whole model with `AutoModelForImageTextToText` instead."""
+
+    def __init__(self, on):
+        self.on = bool(on)
+
+    def __enter__(self):
+        if self.on:
+            import transformers
+
+            self.saved = transformers.AutoModelForCausalLM.from_config
+            build = transformers.AutoModelForImageTextToText.from_config
+            transformers.AutoModelForCausalLM.from_config = staticmethod(lambda cfg, **kw: build(cfg, **kw))
+        return self
+
+    def __exit__(self, *exc):
+        if self.on:
+            import transformers
+
+            transformers.AutoModelForCausalLM.from_config = self.saved
+        return False
+
+
 def run_shard(fake_peak_dir, shard, only):
     sys.path.insert(0, fake_peak_dir)
     import fake_peak  # noqa: E402
@@ -282,7 +312,8 @@ def run_shard(fake_peak_dir, shard, only):
             continue
         t0 = time.time()
         try:
-            with torch.autograd.set_multithreading_enabled(not ADDED.get(mid, {}).get("single_thread_backward")):
+            with torch.autograd.set_multithreading_enabled(not ADDED.get(mid, {}).get("single_thread_backward")), \
+                    vision_language_builder(ADDED.get(mid, {}).get("vision_language")):
                 res = fake_peak.run_job({**job, "model": dict(cfg)})
         except Exception as e:  # a job the oracle cannot run is recorded, not fatal
             rec = {"id": jid, "model": mid, "job": job, **arch_overrides(mid), "error": f"{type(e).__name__}: {e}"}
