@@ -127,9 +127,10 @@ pub fn file_url(base: &str, id: &HubId, revision: &str, file: &str) -> String {
     )
 }
 
-/// Why a model could not be loaded (or, in [`HubModel::weights`], why its weights could not be read).
+/// Why a model could not be loaded (or, in [`HubModel::weights`], why its weights could not be read). Stored
+/// (in the cache of loaded models) as one flat record, [`StoredError`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
+#[serde(into = "StoredError", try_from = "StoredError")]
 pub enum HubError {
     /// The text is not a model id or model address.
     BadId(String),
@@ -165,6 +166,145 @@ pub enum HubError {
     RangeIgnored { file: String },
     /// Neither `model.safetensors` nor its index exists (weights in `.bin`, GGUF or elsewhere).
     NoSafetensors,
+}
+
+/// A [`HubError`] as stored: its kind and the fields its kinds use (`text`: the id, a message or a reason;
+/// `a`, `b`: sizes and limits). One flat record serializes every kind, where a tagged enum cannot hold the
+/// kinds that carry a bare string, and its code is a fraction of an enum's.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StoredError {
+    kind: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    text: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    file: String,
+    #[serde(skip_serializing_if = "is_zero_u16")]
+    status: u16,
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    a: u64,
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    b: u64,
+}
+
+fn is_zero_u16(n: &u16) -> bool {
+    *n == 0
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
+impl From<HubError> for StoredError {
+    fn from(e: HubError) -> StoredError {
+        let r = |kind: &str| StoredError {
+            kind: kind.into(),
+            ..StoredError::default()
+        };
+        match e {
+            HubError::BadId(text) => StoredError {
+                text,
+                ..r("bad-id")
+            },
+            HubError::Gated { id, status } => StoredError {
+                text: id,
+                status,
+                ..r("gated")
+            },
+            HubError::NotFound { id, file } => StoredError {
+                text: id,
+                file,
+                ..r("not-found")
+            },
+            HubError::Http { file, status } => StoredError {
+                file,
+                status,
+                ..r("http")
+            },
+            HubError::Unreachable => r("unreachable"),
+            HubError::Timeout { seconds } => StoredError {
+                a: u64::from(seconds),
+                ..r("timeout")
+            },
+            HubError::NeedsTls => r("needs-tls"),
+            HubError::BadConfig(text) => StoredError {
+                text,
+                ..r("bad-config")
+            },
+            HubError::TooLarge { file, limit } => StoredError {
+                file,
+                a: limit,
+                ..r("too-large")
+            },
+            HubError::HeaderTooLarge { file, length } => StoredError {
+                file,
+                a: length,
+                ..r("header-too-large")
+            },
+            HubError::Truncated {
+                file,
+                expected,
+                got,
+            } => StoredError {
+                file,
+                a: expected,
+                b: got,
+                ..r("truncated")
+            },
+            HubError::BadHeader { file, reason } => StoredError {
+                file,
+                text: reason,
+                ..r("bad-header")
+            },
+            HubError::BadIndex(text) => StoredError {
+                text,
+                ..r("bad-index")
+            },
+            HubError::RangeIgnored { file } => StoredError {
+                file,
+                ..r("range-ignored")
+            },
+            HubError::NoSafetensors => r("no-safetensors"),
+        }
+    }
+}
+
+impl TryFrom<StoredError> for HubError {
+    type Error = String;
+    fn try_from(s: StoredError) -> Result<HubError, String> {
+        let StoredError {
+            kind,
+            text,
+            file,
+            status,
+            a,
+            b,
+        } = s;
+        Ok(match kind.as_str() {
+            "bad-id" => HubError::BadId(text),
+            "gated" => HubError::Gated { id: text, status },
+            "not-found" => HubError::NotFound { id: text, file },
+            "http" => HubError::Http { file, status },
+            "unreachable" => HubError::Unreachable,
+            "timeout" => HubError::Timeout {
+                seconds: u32::try_from(a).unwrap_or(u32::MAX),
+            },
+            "needs-tls" => HubError::NeedsTls,
+            "bad-config" => HubError::BadConfig(text),
+            "too-large" => HubError::TooLarge { file, limit: a },
+            "header-too-large" => HubError::HeaderTooLarge { file, length: a },
+            "truncated" => HubError::Truncated {
+                file,
+                expected: a,
+                got: b,
+            },
+            "bad-header" => HubError::BadHeader { file, reason: text },
+            "bad-index" => HubError::BadIndex(text),
+            "range-ignored" => HubError::RangeIgnored { file },
+            "no-safetensors" => HubError::NoSafetensors,
+            other => return Err(format!("unknown Hub error kind '{other}'")),
+        })
+    }
 }
 
 impl HubError {
@@ -1081,6 +1221,66 @@ pub fn dtype_list(by_dtype: &[DtypeTotal]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every error kind survives the cache: a model whose weights failed is stored and read back as it was
+    /// (the kinds carrying a bare string made the tagged enum's serializer fail, and the cache write panic).
+    #[test]
+    fn every_error_kind_round_trips_through_the_cache() {
+        let errors = vec![
+            HubError::BadId("x".into()),
+            HubError::Gated {
+                id: "a/b".into(),
+                status: 401,
+            },
+            HubError::NotFound {
+                id: "a/b".into(),
+                file: "config.json".into(),
+            },
+            HubError::Http {
+                file: "f".into(),
+                status: 500,
+            },
+            HubError::Unreachable,
+            HubError::Timeout { seconds: 10 },
+            HubError::NeedsTls,
+            HubError::BadConfig("no model_type".into()),
+            HubError::TooLarge {
+                file: "f".into(),
+                limit: 1 << 20,
+            },
+            HubError::HeaderTooLarge {
+                file: "f".into(),
+                length: 1 << 40,
+            },
+            HubError::Truncated {
+                file: "f".into(),
+                expected: 100,
+                got: 7,
+            },
+            HubError::BadHeader {
+                file: "f".into(),
+                reason: "not JSON".into(),
+            },
+            HubError::BadIndex("no weight_map".into()),
+            HubError::RangeIgnored { file: "f".into() },
+            HubError::NoSafetensors,
+        ];
+        let config = r#"{"model_type":"llama","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100}"#;
+        for e in errors {
+            let model = HubModel {
+                id: "a/b".into(),
+                revision: "main".into(),
+                version: None,
+                config: config.into(),
+                weights: Err(e.clone()),
+            };
+            let text = cache_encode(&model);
+            assert_eq!(cache_decode(&text, "a/b"), Some(model), "{e:?}: {text}");
+        }
+        // An unknown kind does not decode (the model is fetched again).
+        let bad = r#"{"v":1,"model":{"id":"a/b","revision":"main","version":null,"config":"{}","weights":{"Err":{"kind":"nope"}}}}"#;
+        assert_eq!(cache_decode(bad, "a/b"), None);
+    }
     use std::collections::BTreeMap;
 
     /// A safetensors file's first bytes for `(name, dtype, shape)` tensors: length, JSON, space padding to 8
