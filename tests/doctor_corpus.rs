@@ -18,6 +18,9 @@ fn kind_id(k: Kind) -> &'static str {
 /// Texts the doctor answers "unrecognised" although their thread knew the cause: nothing in the pasted text
 /// itself is decisive, and a rule for them would be a guess. Each stays in the corpus, with why.
 const KNOWN_MISSES: &[(&str, &str)] = &[
+    ("u-lf-zero3-offload-bias-correction", "a KeyError traceback whose cause (an optimizer option) only the thread knows"),
+    ("u-mlflow-gunicorn-timeout-then-sigkill", "gunicorn's own kill after a worker timeout: not memory, but the timeout itself may be swapping"),
+    ("u-lmstudio-resources-observer-shutdown", "an application's own failure to read system resources"),
     ("t-chatglm-eff-tuning-streamwriter-write-failed", "PyTorch's stream writer \"file write failed\", a full disk where threads settle it; this one never did"),
     ("s-tony-tf231-cudnn-handle-growth", "TensorFlow's \"Could not create cudnn handle\", which the thread fixed with memory growth; the text names no memory"),
     ("s-sockeye-cublas-handle-failed", "MXNet's failed cuBLAS handle, which smaller models fixed; the text names no memory"),

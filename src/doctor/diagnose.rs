@@ -497,6 +497,9 @@ const DIFFUSION_UI_OOM: Rule = any(
     &[
         "ran out of memory when regular vae",
         "not enough memory, use lower resolution",
+        // ComfyUI `execution.py`: an OOM exception is reported with "This error means you ran out of memory
+        // on your GPU." and the allocator's figures.
+        "this error means you ran out of memory on your gpu",
     ],
     Kind::Gpu,
     Source::PytorchCuda,
@@ -1102,6 +1105,8 @@ const SIGKILL_PHRASES: &[&str] = &[
     // {SIGKILL(-9)}" (one per worker: "{SIGKILL(-9), SIGKILL(-9)}"); gunicorn `arbiter.py`: "Worker (pid:N) was sent SIGKILL! Perhaps out of memory?".
     "sigkill(-9)",
     "was sent sigkill!",
+    // gunicorn ≥ 20.1 `arbiter.py` (`reap_workers`): "Worker with pid N was terminated due to signal 9".
+    "was terminated due to signal 9",
     // gdb: "Program terminated with signal SIGKILL, Killed."; a launcher's "exit code -9" (SIGKILL's
     // negative return code from `subprocess`).
     "terminated with signal sigkill",
@@ -1906,6 +1911,48 @@ const CUDA_FORWARD_COMPAT: Rule = any(
 )
 .with(Hint::UpdateDriver);
 
+/// CUDA `cudaErrorECCUncorrectable` / `CUDA_ERROR_ECC_UNCORRECTABLE`: "uncorrectable ECC error encountered" —
+/// a hardware memory fault on the card (retire it or reset it), not memory exhaustion.
+const ECC_UNCORRECTABLE: Rule = any(
+    &["uncorrectable ecc error encountered"],
+    Kind::NotMemory,
+    Source::CudaError,
+)
+.with(Hint::CudaFault);
+/// safetensors `torch.py` (`_remove_duplicate_names` / `save_file`): "Some tensors share memory, this will lead
+/// to duplicate memory on disk…": tied weights refused by the file format when saving, not memory.
+const SHARED_TENSORS_SAVE: Rule = any(
+    &["some tensors share memory, this will lead to duplicate memory on disk"],
+    Kind::NotMemory,
+    Source::CorruptCheckpoint,
+)
+.with(Hint::ModelMismatch);
+/// Numerical or format errors that name memory or sizes without any exhaustion: `torch.multinomial`'s
+/// "probability tensor contains either `inf`, `nan` or element < 0"; Arrow's "negative malloc size" (an
+/// overflowed size) and `datasets`' "There was an overflow in the <class 'pyarrow.lib.ListArray'>" (a batch
+/// over Arrow's 2 GB list offsets); llama.cpp's "mmap failed: No such device" (a file system that cannot map
+/// files); transformers' "Trying to set a tensor of shape … (which has shape torch.Size([0]))" (weights
+/// loaded into a sharded or meta placeholder).
+const NOT_EXHAUSTION: Rule = any(
+    &[
+        "probability tensor contains either `inf`, `nan` or element < 0",
+        "negative malloc size",
+        "there was an overflow in the <class 'pyarrow.lib.listarray'>",
+        "mmap failed: no such device",
+        "(which has shape torch.size([0])), this look incorrect",
+    ],
+    Kind::NotMemory,
+    Source::Unknown,
+)
+.with(Hint::ModelMismatch);
+/// LM Studio's loading guardrail: "Model loading was stopped due to insufficient system resources. … this model
+/// requires approximately X GB of memory": the machine's RAM (unified memory on a Mac) would not hold it.
+const LMSTUDIO_GUARDRAIL: Rule = any(
+    &["model loading was stopped due to insufficient system resources"],
+    Kind::Host,
+    Source::CpuAllocator,
+);
+
 const RULES: &[Rule] = &[
     DEVICE_UNAVAILABLE,
     PT_HIP,
@@ -1996,6 +2043,7 @@ const RULES: &[Rule] = &[
     CT2_CPU_ALLOC,
     WIN_COMMIT,
     OLLAMA_RAM,
+    LMSTUDIO_GUARDRAIL,
     LOADER_KILLED,
     OOM_KILLER,
     OOMKILLED,
@@ -2039,12 +2087,15 @@ const RULES: &[Rule] = &[
     MODEL_MISMATCH,
     ORT_BUFFER_SHAPE,
     CORRUPT,
+    SHARED_TENSORS_SAVE,
+    NOT_EXHAUSTION,
     STRUCT_ERROR,
     CUBLAS_FAULT,
     CUDNN_FAULT,
     MXNET_WORKSPACE,
     NCCL_SHM_GONE,
     NVML_MISMATCH,
+    ECC_UNCORRECTABLE,
     CUDA_FORWARD_COMPAT,
     HSA_FAULT,
     GGML_ASSERT,
@@ -2308,7 +2359,9 @@ fn killed_line(s: &Scan) -> Option<usize> {
         start += line.len() + 1;
         // Markdown pastes wrap the line in backticks or bold asterisks.
         let t = line.trim().trim_matches(['`', '*']).trim();
-        if t == "已杀死" {
+        // zh_CN's `strsignal(SIGKILL)`, alone or right after a progress line it was printed beside.
+        if t == "已杀死" || (t.ends_with("已杀死") && t.contains("eta")) || t.ends_with("s已杀死")
+        {
             return Some(here);
         }
         // macOS's `strsignal(SIGKILL)` is "Killed: 9" (bash there prints "line 33: 22631 Killed: 9  cmd").
@@ -2401,7 +2454,14 @@ fn runtime_says_not_oom(s: &Scan) -> bool {
 /// [`SIGKILL`].
 fn sigkill(s: &Scan) -> Option<usize> {
     let at = SIGKILL_PHRASES.iter().filter_map(|p| s.find(p)).min()?;
-    (!runtime_says_not_oom(s)).then(|| s.orig(at))
+    (!runtime_says_not_oom(s) && !gunicorn_timeout_kill(s)).then(|| s.orig(at))
+}
+
+/// gunicorn's arbiter (`arbiter.py` `murder_workers`) logs "WORKER TIMEOUT (pid:N)" and then kills the worker
+/// itself (SIGABRT, then SIGKILL past the graceful timeout), after which the reaper prints its "was sent
+/// SIGKILL! Perhaps out of memory?" guess: the kill is gunicorn's own, for a worker that did not answer.
+fn gunicorn_timeout_kill(s: &Scan) -> bool {
+    s.has("was sent sigkill!") && s.has("worker timeout (pid:")
 }
 
 /// The length of a leading `[rankN]:` (torch.distributed elastic's `--tee`/`local_ranks_filter` prefix) or
