@@ -41,7 +41,12 @@ pub const CHECKPOINT_MATCH_SHARE: f64 = 0.25;
 /// stores the tower, which is counted on its own), and when the stored total is within
 /// [`CHECKPOINT_MATCH_SHARE`] of what the shape stores in that format.
 pub fn checkpoint_in_use(job: &Job) -> Option<&StoredCheckpoint> {
-    let c = job.checkpoint.as_ref()?;
+    // Byte counts from outside (a job's JSON) that no header could give are not taken.
+    let c = job.checkpoint.as_ref().filter(|c| {
+        [c.quantized, c.plain]
+            .iter()
+            .all(|b| b.is_finite() && *b >= 0.0)
+    })?;
     let upcast = job.weights.is_quantized() && job.upcast_non_quantized && job.is_training();
     let derived = stored_bytes(&job.arch.params(), c.format);
     let matches = (c.total() - derived).abs() <= CHECKPOINT_MATCH_SHARE * derived;
@@ -237,6 +242,41 @@ impl WeightFormat {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Stored bytes count only where they can be the shape's: a negative or non-finite figure, another
+    /// format than the job holds, or an fp32 upcast for k-bit training leaves the shape's own bytes.
+    #[test]
+    fn stored_bytes_apply_only_where_they_describe_the_weights() {
+        let arch = crate::catalog::model("llama-3.2-1b")
+            .unwrap()
+            .arch()
+            .clone();
+        let bf16 = stored_bytes(&arch.params(), WeightFormat::Bf16);
+        let job = |format: WeightFormat, quantized: f64, plain: f64| Job {
+            arch: arch.clone(),
+            mode: super::super::job::Mode::Inference,
+            checkpoint: Some(StoredCheckpoint {
+                format,
+                quantized,
+                plain,
+            }),
+            ..Job::default()
+        };
+        assert!(checkpoint_in_use(&job(WeightFormat::Bf16, 0.0, bf16 * 1.01)).is_some());
+        assert!(checkpoint_in_use(&job(WeightFormat::Bf16, -1e9, bf16 + 1e9)).is_none());
+        assert!(checkpoint_in_use(&job(WeightFormat::Bf16, 0.0, f64::NAN)).is_none());
+        assert!(checkpoint_in_use(&job(WeightFormat::Bf16, 0.0, bf16 * 1.3)).is_none());
+        let mut other = job(WeightFormat::Bf16, 0.0, bf16);
+        other.weights = WeightFormat::Fp32;
+        assert!(checkpoint_in_use(&other).is_none());
+        let nf4 = stored_bytes(&arch.params(), WeightFormat::Nf4);
+        let mut qlora = job(WeightFormat::Nf4, nf4 * 0.6, nf4 * 0.4);
+        qlora.weights = WeightFormat::Nf4;
+        assert!(checkpoint_in_use(&qlora).is_some());
+        qlora.mode = super::super::job::Mode::Qlora;
+        qlora.upcast_non_quantized = true;
+        assert!(checkpoint_in_use(&qlora).is_none());
+    }
 
     #[test]
     fn qlora_paper_bits_per_parameter() {
