@@ -102,19 +102,12 @@ impl Edit {
             }
             Edit::HubLoaded { model, .. } => {
                 let shown = form.model == CUSTOM && form.hub == model.id;
-                let imported = model.imported();
                 // The stored weights attach to the id either way (a shared link keeps its settings).
-                let format = imported.as_ref().ok().and_then(|i| i.weights);
-                let checkpoint = model
-                    .weights
-                    .as_ref()
-                    .ok()
-                    .and_then(|w| w.stored(format))
-                    .map(|stored| HubCheckpoint {
-                        id: model.id.clone(),
-                        stored,
-                    });
-                if let (false, Ok(imported)) = (shown, imported) {
+                let checkpoint = model.stored().map(|stored| HubCheckpoint {
+                    id: model.id.clone(),
+                    stored,
+                });
+                if let (false, Ok(imported)) = (shown, model.imported()) {
                     apply_file(form, ImportedFile::Model(imported));
                     form.hub = model.id.clone();
                 }

@@ -262,15 +262,23 @@ impl Form {
     /// `max_model_len`, the GPUs are the tensor-parallel group, the KV dtype and weights are the form's.
     pub fn serve_request(&self) -> crate::model::ServeRequest {
         use crate::model::{KvDtype, ServeKvDtype};
+        let tp = if self.parallelism == Parallelism::Tensor {
+            self.gpus.max(1)
+        } else {
+            1
+        };
+        // A Hub checkpoint's headers give its stored bytes, which the engine loads whole.
+        let served = Job {
+            mode: Mode::Inference,
+            ..self.job()
+        };
+        let stored_gib = crate::model::weights::checkpoint_in_use(&served)
+            .map(|c| c.total() / f64::from(tp) / crate::bytes::GIB);
         crate::model::ServeRequest {
             engine: Some(self.engine),
             gpu_gib: Some(self.gpu_usable_gib()),
             gpu_name: Some(self.gpu_name()),
-            tensor_parallel: Some(if self.parallelism == Parallelism::Tensor {
-                self.gpus.max(1)
-            } else {
-                1
-            }),
+            tensor_parallel: Some(tp),
             gpu_memory_utilization: Some(f64::from(self.gpu_util_pct.clamp(1, 100)) / 100.0),
             max_model_len: Some(self.prompt_tokens.saturating_add(self.new_tokens).max(1)),
             kv_dtype: Some(match self.kv_dtype {
@@ -281,20 +289,7 @@ impl Form {
             max_num_seqs: (self.max_num_seqs > 0).then_some(self.max_num_seqs),
             block_size: Some(self.block_size.max(1)),
             weights: self.weights.is_quantized().then_some(self.weights),
-            // A Hub checkpoint's headers give its stored bytes, which the engine loads whole.
-            weights_gib: {
-                let served = Job {
-                    mode: Mode::Inference,
-                    ..self.job()
-                };
-                let tp = if self.parallelism == Parallelism::Tensor {
-                    self.gpus.max(1)
-                } else {
-                    1
-                };
-                crate::model::weights::checkpoint_in_use(&served)
-                    .map(|c| c.total() / f64::from(tp) / crate::bytes::GIB)
-            },
+            weights_gib: stored_gib,
             max_position_embeddings: catalog::model(&self.model)
                 .and_then(|m| m.max_position_embeddings()),
             ..crate::model::ServeRequest::default()

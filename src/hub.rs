@@ -826,6 +826,13 @@ impl HubModel {
     pub fn imported(&self) -> Result<Imported, ImportError> {
         import::parse_config_text(&self.config)
     }
+
+    /// The stored weights as the estimate takes them ([`WeightSummary::stored`]), in the format the config's
+    /// `quantization_config` names; `None` when the headers were not read.
+    pub fn stored(&self) -> Option<StoredCheckpoint> {
+        let format = self.imported().ok().and_then(|i| i.weights);
+        self.weights.as_ref().ok()?.stored(format)
+    }
 }
 
 /// Which version of a repository an answer came from.

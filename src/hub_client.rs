@@ -45,12 +45,7 @@ pub fn import(
     let model = load(base, &hub_id, timeout).map_err(|e| format!("--hub {id}: {e}"))?;
     let imported = model.imported().map_err(|e| format!("--hub {id}: {e}"))?;
     eprintln!("vramfit: {}", describe(&model, &imported));
-    let stored = model
-        .weights
-        .as_ref()
-        .ok()
-        .and_then(|w| w.stored(imported.weights));
-    Ok((imported, stored))
+    Ok((imported, model.stored()))
 }
 
 /// One line on what a load read: commit, stored weights, parameters, quantization.

@@ -276,12 +276,7 @@ fn the_headers_stored_bytes_are_the_estimates_weights() {
     // embeddings/head/norms and F32 row scales the rest (byte counts from the fixture's headers above).
     let m = load("jeevanchaps/Meta-Llama3.1-8B-Instruct-assessment").unwrap();
     let imported = m.imported().unwrap();
-    let stored = m
-        .weights
-        .as_ref()
-        .unwrap()
-        .stored(imported.weights)
-        .unwrap();
+    let stored = m.stored().unwrap();
     assert_eq!(stored.format, WeightFormat::Int8);
     assert_eq!(stored.quantized, (6_979_321_856u64 + 224) as f64);
     assert_eq!(stored.plain, (2_101_878_784u64 + 5_505_024) as f64);
@@ -315,12 +310,7 @@ fn the_headers_stored_bytes_are_the_estimates_weights() {
     // gpt-oss-20b: MXFP4 experts (U8 blocks and scales) and its bf16 rest, 13,413,888 B more than the shape.
     let m = load("openai/gpt-oss-20b").unwrap();
     let imported = m.imported().unwrap();
-    let stored = m
-        .weights
-        .as_ref()
-        .unwrap()
-        .stored(imported.weights)
-        .unwrap();
+    let stored = m.stored().unwrap();
     assert_eq!(
         (stored.format, stored.quantized, stored.plain),
         (WeightFormat::Mxfp4, 10_152_345_600.0, 3_608_919_168.0)

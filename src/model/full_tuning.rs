@@ -40,6 +40,18 @@ pub fn fused_update(job: &Job) -> bool {
     job.optimizer_in_backward || matches!(job.optimizer, Optimizer::Lomo | Optimizer::AdaLomo)
 }
 
+/// A decoder layer's 2-D weights as `(copies, d_in, d_out)` of one matrix: MoE gate/up/down stand for every
+/// expert, each expert's matrix on its own ([`Architecture::expert_copies`]).
+fn layer_matrices(arch: &Architecture) -> impl Iterator<Item = (f64, f64, f64)> + '_ {
+    arch.linear_modules()
+        .into_iter()
+        .filter(|(_, d_in, d_out)| *d_in > 0.0 && *d_out > 0.0)
+        .map(|(m, d_in, d_out)| {
+            let copies = arch.expert_copies(m);
+            (copies, d_in / copies, d_out)
+        })
+}
+
 /// Optimizer state elements of the decoder's 2-D weights under a rank-`r` projection, per model.
 ///
 /// GaLore (`galore_torch/galore_projector.py`): a weight of `m × n` keeps its projector and Adam's two
@@ -50,14 +62,8 @@ pub fn fused_update(job: &Job) -> bool {
 pub fn projected_state_elements(arch: &Architecture, rank: u32, optimizer: Optimizer) -> f64 {
     let r = f64::from(rank.max(1));
     let layers = f64::from(arch.layers);
-    let per_layer: f64 = arch
-        .linear_modules()
-        .into_iter()
-        .filter(|(_, d_in, d_out)| *d_in > 0.0 && *d_out > 0.0)
-        .map(|(m, d_in, d_out)| {
-            // MoE gate/up/down stand for every expert: project each expert's matrix.
-            let copies = arch.expert_copies(m);
-            let (d_in, d_out) = (d_in / copies, d_out);
+    let per_layer: f64 = layer_matrices(arch)
+        .map(|(copies, d_in, d_out)| {
             let (small, large) = (d_in.min(d_out), d_in.max(d_out));
             let per_matrix = if r >= small {
                 2.0 * small * large
@@ -99,14 +105,8 @@ pub fn svd_transient_bytes(p: &ParamCounts, arch: &Architecture) -> f64 {
 /// `exp_avg_sq` for the rest.
 pub fn factored_state_elements(arch: &Architecture, p: &ParamCounts) -> f64 {
     let layers = f64::from(arch.layers);
-    let matrices: f64 = arch
-        .linear_modules()
-        .into_iter()
-        .filter(|(_, d_in, d_out)| *d_in > 0.0 && *d_out > 0.0)
-        .map(|(m, d_in, d_out)| {
-            let copies = arch.expert_copies(m);
-            copies * (d_in / copies + d_out)
-        })
+    let matrices: f64 = layer_matrices(arch)
+        .map(|(copies, d_in, d_out)| copies * (d_in + d_out))
         .sum::<f64>()
         * layers;
     let h = f64::from(arch.hidden);

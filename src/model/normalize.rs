@@ -54,15 +54,12 @@ pub fn normalize(job: &Job) -> (Job, Vec<Warning>) {
     }
     // A checkpoint read from the Hub whose stored bytes do not fit the shape in its own format holds tensors
     // the shape does not describe: the shape's bytes are counted, and the user told.
-    if let Some(c) = job.checkpoint {
+    if let Some(c) = &job.checkpoint {
         if c.format == job.weights
             && job.arch.vision.is_none()
-            && super::weights::checkpoint_in_use(&job).is_none()
+            && !super::weights::checkpoint_fits_shape(&job, c)
         {
-            let derived = super::weights::stored_bytes(&job.arch.params(), c.format);
-            if (c.total() - derived).abs() > super::weights::CHECKPOINT_MATCH_SHARE * derived {
-                warnings.push(Warning::CheckpointDiffersFromShape);
-            }
+            warnings.push(Warning::CheckpointDiffersFromShape);
         }
     }
     if job.micro_batch == 0 || job.seq_len == 0 || job.gpus == 0 {

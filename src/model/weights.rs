@@ -35,6 +35,13 @@ impl StoredCheckpoint {
 /// shape's weights.
 pub const CHECKPOINT_MATCH_SHARE: f64 = 0.25;
 
+/// Whether the checkpoint's stored total is within [`CHECKPOINT_MATCH_SHARE`] of what the job's shape stores
+/// in the checkpoint's format.
+pub fn checkpoint_fits_shape(job: &Job, c: &StoredCheckpoint) -> bool {
+    let derived = stored_bytes(&job.arch.params(), c.format);
+    (c.total() - derived).abs() <= CHECKPOINT_MATCH_SHARE * derived
+}
+
 /// The stored checkpoint the job's weights are read from: when the job holds them in the checkpoint's own
 /// format, as loaded (a trainer that upcasts the non-quantized weights to fp32 for k-bit training, or
 /// Q-GaLore's int8 re-quantization, changes them), for a text-only shape (a vision-language checkpoint also
@@ -48,13 +55,11 @@ pub fn checkpoint_in_use(job: &Job) -> Option<&StoredCheckpoint> {
             .all(|b| b.is_finite() && *b >= 0.0)
     })?;
     let upcast = job.weights.is_quantized() && job.upcast_non_quantized && job.is_training();
-    let derived = stored_bytes(&job.arch.params(), c.format);
-    let matches = (c.total() - derived).abs() <= CHECKPOINT_MATCH_SHARE * derived;
     (c.format == job.weights
         && !upcast
         && !super::full_tuning::int8_projected_weights(job)
         && job.arch.vision.is_none()
-        && matches
+        && checkpoint_fits_shape(job, c)
         && (c.quantized > 0.0) == job.weights.is_quantized())
     .then_some(c)
 }
