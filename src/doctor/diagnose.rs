@@ -458,6 +458,35 @@ const VLLM_RS_KV: Rule = any(
     Source::Vllm,
 )
 .with(Hint::VllmKvCache);
+/// The small serving engines that size their KV cache from the free memory and assert that it holds more than
+/// one page or block: mini-SGLang-style runners (`assert num_pages > 1, "Not enough memory for KV cache, try
+/// reducing --num-pages"`), nano-vLLM-style ones (`assert config.num_kvcache_blocks > 0, "Not enough memory for
+/// KV cache. Free: …"`) and vLLM's Gaudi estimator (`ValueError("Not enough memory for kv cache. …")`). An
+/// assertion or an exception, not the warning some engines log before falling back to a minimal pool.
+const ENGINE_KV_ASSERT: Rule = check(engine_kv_assert, Kind::Gpu, Source::Vllm).with(Hint::VllmKvCache);
+/// TensorRT-LLM's PyTorch executor (`tensorrt_llm/_torch/pyexecutor/py_executor_creator.py`,
+/// `_maybe_explain_if_oom`): "Executor creation failed due to insufficient GPU memory.", raised when a
+/// component (the model, the KV cache, the drafter) hit `torch.OutOfMemoryError` or "out of memory" while the
+/// executor was built.
+const TRTLLM_EXECUTOR_OOM: Rule = any(
+    &["executor creation failed due to insufficient gpu memory"],
+    Kind::Gpu,
+    Source::TensorRt,
+);
+/// Mesa's RADV Vulkan driver (`src/amd/vulkan/winsys/amdgpu/radv_amdgpu_bo.c`, `radv_amdgpu_winsys_bo_create`):
+/// "radv/amdgpu: Failed to allocate a buffer:" followed by its size, alignment and domains, when the kernel
+/// driver refuses a buffer object (VRAM or, on APUs such as Strix Halo, the GTT share of system memory the GPU
+/// may map): what llama.cpp's Vulkan backend and Ollama print beneath their own allocation error.
+const RADV_BO_ALLOC: Rule = any(
+    &["radv/amdgpu: failed to allocate a buffer"],
+    Kind::Gpu,
+    Source::LlamaCpp,
+);
+/// NVIDIA's kernel driver (`open-gpu-kernel-modules`, `nvstatuscodes.h`: `NV_ERR_NO_MEMORY`, "Out of memory"),
+/// as the resource manager logs a failed check: "NVRM: nvCheckOkFailedNoLog: Check failed: Out of memory
+/// [NV_ERR_NO_MEMORY]" — the driver could not back a device allocation (on DGX Spark's GB10 and other
+/// unified-memory parts, out of the shared pool).
+const NVRM_NO_MEMORY: Rule = any(&["[nv_err_no_memory]"], Kind::Gpu, Source::CudaError);
 /// bitsandbytes `csrc/common.cuh` (`CUDA_CHECK_RETURN`): "Error out of memory at line N in file
 /// …/csrc/ops.cu" (or `pythonInterface.c`): a CUDA call of its own (its paged optimizer's `cudaMallocManaged`,
 /// a kernel's buffer) got `cudaErrorMemoryAllocation`.
@@ -960,6 +989,8 @@ const ENOSPC: Rule = any(
         // NumPy `ndarray.tofile` (`numpy/_core/src/multiarray/convert.c`): "Not enough free space to write N
         // bytes".
         "not enough free space to write",
+        // A tool's or a framework's own short report, "error: no disk space".
+        "error: no disk space",
     ],
     Kind::Disk,
     Source::DiskFull,
@@ -1098,6 +1129,8 @@ const SIGKILL_PHRASES: &[&str] = &[
     "exited with code 137",
     "exit status 137",
     "exit code (137)",
+    // A task runner's "exit with status code 137" (Taskcluster's worker, CI launchers).
+    "status code 137",
     // Kubernetes' container status (`ContainerStateTerminated.exitCode`) and KServe's `lastFailureInfo`
     // in YAML: "exitCode: 137".
     "exitcode: 137",
@@ -1212,6 +1245,16 @@ const TF_SYSTEM_MEMORY: Rule = any(
 /// when the message itself is cut off.
 const TORCH_OOM_CLASS: Rule = any(
     &["torch.outofmemoryerror", "torch.cuda.outofmemoryerror"],
+    Kind::Gpu,
+    Source::PytorchCuda,
+);
+/// The same class as a notebook names it: IPython's verbose traceback header prints the exception's bare
+/// class name before "Traceback (most recent call last)" (`IPython/core/ultratb.py`), "OutOfMemoryError
+/// Traceback (most recent call last)". No other runtime's exception class is called `OutOfMemoryError`
+/// (Python's is `MemoryError`, TensorFlow's `ResourceExhaustedError`, JAX's `XlaRuntimeError`), and PyTorch
+/// raises it from device allocators only.
+const NOTEBOOK_OOM_CLASS: Rule = any(
+    &["outofmemoryerror traceback (most recent call last)"],
     Kind::Gpu,
     Source::PytorchCuda,
 );
@@ -1764,6 +1807,10 @@ const ORT_BUFFER_SHAPE: Rule = any(
 )
 .with(Hint::ModelMismatch);
 
+/// NVIDIA's PTX assembler (`ptxas`, run by nvcc or Triton while building a kernel) reporting an error: "ptxas
+/// … error   : Instruction 'tensormap.replace' not supported on .target 'sm_120'", "ptxas fatal   : …". A
+/// build failure, not a memory problem (ptxas's own register and shared-memory limits are compile errors too).
+const PTXAS_ERROR: Rule = check(ptxas_error, Kind::NotMemory, Source::NoKernelImage);
 /// The TPU held by another process or not reachable: TensorFlow/XLA `tpu_initializer_helper.cc` (libtpu's
 /// loader) "libtpu.so already in use by another process … Not attempting to load libtpu.so in this process",
 /// JAX's "Unable to initialize backend 'tpu': ABORTED: The TPU is already in use by process with pid N", and
@@ -1775,6 +1822,9 @@ const TPU_BUSY: Rule = any(
         "the tpu is already in use by",
         "couldn't open device: /dev/accel",
         "no ba16c7433 device found",
+        // libtpu on VFIO-attached chips (TPU v5e/v6e VMs): "Failed to initialize TPU system with error:
+        // FAILED_PRECONDITION: open(/dev/vfio/0): Device or resource busy".
+        "open(/dev/vfio/",
     ],
     Kind::NotMemory,
     Source::Xla,
@@ -1996,6 +2046,10 @@ const RULES: &[Rule] = &[
     MINDSPORE_DEVICE,
     DIFFUSION_UI_OOM,
     VLLM_RS_KV,
+    ENGINE_KV_ASSERT,
+    TRTLLM_EXECUTOR_OOM,
+    RADV_BO_ALLOC,
+    NVRM_NO_MEMORY,
     CU_RESULT_OOM,
     BNB_DISPATCH,
     VLLM_KV,
@@ -2065,6 +2119,7 @@ const RULES: &[Rule] = &[
     KILLED_LINE,
     KERNEL_RESTART_RAM,
     TORCH_OOM_CLASS,
+    NOTEBOOK_OOM_CLASS,
     TF_EXHAUSTED,
     LOADER_EXITED,
     CUDA_NEAR_OOM,
@@ -2102,6 +2157,7 @@ const RULES: &[Rule] = &[
     GGML_KV_SLOTS,
     GGML_CONTEXT_POOL,
     MLX_RESOURCE_LIMIT,
+    PTXAS_ERROR,
     TPU_BUSY,
     SIGILL,
     SIGILL_LINE,
@@ -2378,7 +2434,9 @@ fn killed_line(s: &Scan) -> Option<usize> {
         }
         // Right after a progress bar or a shell prompt: "…it/s]Killed", "… 0% 。。。 Killed", "$  Killed".
         if let Some(head) = low.strip_suffix("killed") {
-            if head.ends_with([']', '|', '%', ')']) || head.trim_end().ends_with(['$', '>']) {
+            // tqdm draws its bar with the Unicode block elements (U+2580–U+259F: "…█████▎Killed").
+            let bar = head.ends_with(|c: char| ('\u{2580}'..='\u{259F}').contains(&c));
+            if bar || head.ends_with([']', '|', '%', ')']) || head.trim_end().ends_with(['$', '>']) {
                 return Some(here);
             }
         }
@@ -2505,6 +2563,10 @@ fn pinned_host(s: &Scan) -> Option<usize> {
         "cachinghostallocator",
         "of pinned memory",
         "cudahostalloc failed, ret[2]",
+        // An application's own report of a failed `pin_memory()` / `cudaHostAlloc`: "pinned-RAM allocation
+        // failed", "pinned memory allocation failed".
+        "pinned-ram allocation failed",
+        "pinned memory allocation failed",
     ]
     .iter()
     .flat_map(|p| s.low.match_indices(p).map(|(i, _)| i))
@@ -2514,6 +2576,32 @@ fn pinned_host(s: &Scan) -> Option<usize> {
     })
     .min()
     .map(|i| s.orig(i))
+}
+
+/// [`ENGINE_KV_ASSERT`]: "not enough memory for kv cache" raised as an `AssertionError` or a `ValueError` on
+/// its line (an engine's warning before a fallback pool is not a failure).
+fn engine_kv_assert(s: &Scan) -> Option<usize> {
+    s.low
+        .match_indices("not enough memory for kv cache")
+        .map(|(i, _)| i)
+        .find(|&i| {
+            let line = ascii_lower(line_around(s.text, s.orig(i), 200));
+            line.contains("assertionerror") || line.contains("valueerror") || line.contains("assert ")
+        })
+        .map(|i| s.orig(i))
+}
+
+/// [`PTXAS_ERROR`]: a line that starts with `ptxas` and reports an error or a fatal error.
+fn ptxas_error(s: &Scan) -> Option<usize> {
+    s.low
+        .match_indices("ptxas")
+        .map(|(i, _)| i)
+        .find(|&i| {
+            let line = ascii_lower(line_around(s.text, s.orig(i), 400));
+            let line = line.trim_start();
+            line.starts_with("ptxas") && (line.contains(" error") || line.contains(" fatal"))
+        })
+        .map(|i| s.orig(i))
 }
 
 /// [`CUDA_FAILURE_OOM`]: a "cuda failure:" report whose line ends in "out of memory".
