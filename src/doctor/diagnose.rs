@@ -463,7 +463,8 @@ const VLLM_RS_KV: Rule = any(
 /// reducing --num-pages"`), nano-vLLM-style ones (`assert config.num_kvcache_blocks > 0, "Not enough memory for
 /// KV cache. Free: …"`) and vLLM's Gaudi estimator (`ValueError("Not enough memory for kv cache. …")`). An
 /// assertion or an exception, not the warning some engines log before falling back to a minimal pool.
-const ENGINE_KV_ASSERT: Rule = check(engine_kv_assert, Kind::Gpu, Source::Vllm).with(Hint::VllmKvCache);
+const ENGINE_KV_ASSERT: Rule =
+    check(engine_kv_assert, Kind::Gpu, Source::Vllm).with(Hint::VllmKvCache);
 /// TensorRT-LLM's PyTorch executor (`tensorrt_llm/_torch/pyexecutor/py_executor_creator.py`,
 /// `_maybe_explain_if_oom`): "Executor creation failed due to insufficient GPU memory.", raised when a
 /// component (the model, the KV cache, the drafter) hit `torch.OutOfMemoryError` or "out of memory" while the
@@ -2436,7 +2437,8 @@ fn killed_line(s: &Scan) -> Option<usize> {
         if let Some(head) = low.strip_suffix("killed") {
             // tqdm draws its bar with the Unicode block elements (U+2580–U+259F: "…█████▎Killed").
             let bar = head.ends_with(|c: char| ('\u{2580}'..='\u{259F}').contains(&c));
-            if bar || head.ends_with([']', '|', '%', ')']) || head.trim_end().ends_with(['$', '>']) {
+            if bar || head.ends_with([']', '|', '%', ')']) || head.trim_end().ends_with(['$', '>'])
+            {
                 return Some(here);
             }
         }
@@ -2586,7 +2588,9 @@ fn engine_kv_assert(s: &Scan) -> Option<usize> {
         .map(|(i, _)| i)
         .find(|&i| {
             let line = ascii_lower(line_around(s.text, s.orig(i), 200));
-            line.contains("assertionerror") || line.contains("valueerror") || line.contains("assert ")
+            line.contains("assertionerror")
+                || line.contains("valueerror")
+                || line.contains("assert ")
         })
         .map(|i| s.orig(i))
 }

@@ -149,7 +149,11 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
     // Inputs a trained weight saves, for a group of modules fed one tensor. BOFT's `x @ R` saves its module's
     // input the same way (one tensor, however many modules read it) when one of the group is adapted.
     let boft = lora && job.lora.method == Method::Boft;
-    let boft_reads = |ms: &[Module]| boft && ms.iter().any(|m| arch.adapts(*m, &job.lora.targets));
+    // Adapters in the model dtype with no dropout read their input as it comes (`Stack::adapters_in_model_dtype`):
+    // like BOFT, the group's input is saved once.
+    let shares_input = boft || (own_dtype_adapters(job) && !job.lora.dropout);
+    let boft_reads =
+        |ms: &[Module]| shares_input && ms.iter().any(|m| arch.adapts(*m, &job.lora.targets));
     let shared_input_of = |count: f64, d_in: f64, reads: &[Module]| -> f64 {
         if !(trained || boft_reads(reads)) {
             0.0
@@ -160,10 +164,13 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
         }
     };
 
+    // A trained RMSNorm scale keeps the normalized tensor: in the residual dtype, or in fp32 where the stack
+    // normalizes an upcast input (`Stack::norms_keep_fp32`).
+    let normalized = if job.stack.norms_keep_fp32() { 4.0 } else { rb };
     let norm = if arch.layer_norm {
         ab * h
     } else {
-        4.0 * h + if trained { rb * h } else { 0.0 }
+        4.0 * h + if trained { normalized * h } else { 0.0 }
     };
     let norms = norm * f64::from(arch.norms_per_layer.clamp(1, 4));
 
@@ -191,6 +198,7 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
     // variable-length run meets the unaligned case: the peak counts it.
     let prefix = lora && job.lora.method == Method::PrefixTuning;
     let repeated = job.versions.sdpa_repeats_kv(job.variable_lengths || prefix);
+    let expanded = job.stack.expands_kv_heads() && job.attention != AttentionImpl::Eager;
     let keys = f64::from(job.seq_len)
         + if prefix {
             f64::from(job.lora.virtual_tokens)
@@ -236,6 +244,9 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
             // SDPA's math path upcasts q, k and v to fp32 and saves them (its probabilities are in
             // `score_matrices_per_token`).
             AttentionImpl::Sdpa if sdpa_math_path(arch, job) => 4.0 * (q + 2.0 * kv),
+            // K/V copied to every head by the stack's own attention, then the flash kernel: q, k, v and the
+            // output at the query width, the output read by the output projection as it is.
+            _ if expanded => ab * 4.0 * q,
             AttentionImpl::Flash2 => ab * (2.0 * q + 2.0 * kv),
             AttentionImpl::Sdpa if !repeated => ab * (2.0 * q + 2.0 * kv),
             // The expanded K/V are what SDPA saves; the output goes through `.contiguous()` after a
@@ -352,6 +363,18 @@ fn layer_kinds_per_token(arch: &Architecture, job: &Job) -> super::recurrent::La
 pub fn adapter_bytes_per_token(job: &Job, m: Module, d_in: f64, d_out: f64) -> f64 {
     let amp = autocast(job);
     let mask = if job.lora.dropout { 1.0 } else { 0.0 };
+    if own_dtype_adapters(job) {
+        // The stack's own LoRA in the model dtype (`Stack::adapters_in_model_dtype`): `lora_a`'s output in that
+        // dtype; with dropout, the dropped-out copy and its mask (without, the shared input is counted once
+        // with the module group's).
+        let ab = act_bytes(job);
+        let dropped = if job.lora.dropout {
+            (ab + mask) * d_in
+        } else {
+            0.0
+        };
+        return dropped + ab * f64::from(job.lora.rank);
+    }
     let cast = if amp { 2.0 } else { 4.0 };
     let r = f64::from(job.lora.rank);
     match job.lora.method {
@@ -369,6 +392,17 @@ pub fn adapter_bytes_per_token(job: &Job, m: Module, d_in: f64, d_out: f64) -> f
             0.0
         }
     }
+}
+
+/// Whether the job's LoRA adapters are torchtune's `LoRALinear` in the model dtype
+/// (`Stack::adapters_in_model_dtype`), whose forward `lora_a(dropout(x))` saves the input as it comes. litgpt's
+/// adapters are in the model dtype too, but its fused `LoRAQKVLinear` runs its own forward (a padded
+/// `conv1d` for `lora_B`, `zero_pad` into the fused layout), which the litgpt oracle measures beside the
+/// PEFT-shaped terms (`tests/golden_litgpt.rs`).
+fn own_dtype_adapters(job: &Job) -> bool {
+    job.stack == super::stack::Stack::Torchtune
+        && matches!(job.mode, Mode::Lora | Mode::Qlora)
+        && job.lora.method == Method::Lora
 }
 
 /// Bytes one layer's adapters keep that do not scale with tokens: LoHa and LoKr build the full

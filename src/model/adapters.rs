@@ -184,9 +184,23 @@ pub fn frozen_adapter_params(job: &Job) -> f64 {
 /// weights in fp32 (`autocast_adapter_dtype=True`, `peft/tuners/tuners_utils.py`), so their gradients and
 /// optimizer states are fp32 whatever the base precision; LoRA-FA's `lora_A` and VeRA's shared random
 /// projections sit beside them in fp32 too, and so does trainable tokens' `trainable_tokens_original`
-/// (`cast_adapter_dtype` upcasts bf16/fp16 `BufferDict` entries as well as parameters).
+/// (`cast_adapter_dtype` upcasts bf16/fp16 `BufferDict` entries as well as parameters). Stacks whose own LoRA
+/// is built in the model dtype keep it, its gradients and its optimizer states in that dtype
+/// ([`adapter_param_bytes`]).
 pub fn adapter_bytes(job: &Job, s: &Shapes) -> f64 {
-    (s.adapter + frozen_adapter_params(job)) * 4.0 * s.train_share
+    (s.adapter + frozen_adapter_params(job)) * adapter_param_bytes(job, s) * s.train_share
+}
+
+/// Bytes of one adapter parameter (and of its gradient): fp32 under PEFT, the working weights' dtype where the
+/// stack builds its own LoRA layers in it (`Stack::adapters_in_model_dtype`: torchtune's
+/// `set_default_dtype(bf16)`, litgpt's `bf16-true`). The torchtune oracle holds Llama 3.2 1B's 42,467,328
+/// LoRA parameters in 84,934,656 B and their AdamW states in as many again per moment.
+pub fn adapter_param_bytes(job: &Job, s: &Shapes) -> f64 {
+    if job.stack.adapters_in_model_dtype() {
+        s.working
+    } else {
+        4.0
+    }
 }
 
 #[cfg(test)]

@@ -50,7 +50,10 @@ pub fn gradients(job: &Job, s: &Shapes) -> Gradients {
     let main = if full_tuning::fused_update(job) && job.is_training() {
         p.largest_linear.max(p.embedding).min(s.trainable) * grad_bytes(job)
     } else {
-        (s.adapter * 4.0 + s.base_trainable() * grad_bytes(job)) * s.shard(2) * s.train_share
+        (s.adapter * super::adapters::adapter_param_bytes(job, s)
+            + s.base_trainable() * grad_bytes(job))
+            * s.shard(2)
+            * s.train_share
     };
     let shared_flat = job.parallelism == Parallelism::Zero3
         && job.gpus > 1

@@ -44,6 +44,8 @@ pub fn loss_bytes(job: &Job, s: &Shapes) -> f64 {
         && job.stack.runs_trl_preference_trainers();
     let per_logit = if trl_unlabelled && job.objective == Objective::Simpo {
         TRL_SIMPO_PER_LOGIT
+    } else if job.stack == super::stack::Stack::Torchtune && job.loss == LossImpl::Chunked {
+        torchtune_chunked_per_logit(job)
     } else {
         loss_bytes_per_logit(job.loss) + softcap_bytes_per_logit(job)
     };
@@ -55,6 +57,26 @@ pub fn loss_bytes(job: &Job, s: &Shapes) -> f64 {
     let chunk = litgpt_chunk_gradients(job);
     (per_logit * s.tokens * preference::logit_share(job) + chunk) * f64::from(job.arch.vocab)
         / s.tensor_split
+}
+
+/// The output chunks torchtune's `CEWithChunkedOutputLoss` splits the logits into (`num_output_chunks=8`,
+/// `torchtune/modules/loss/ce_chunked_output_loss.py`; the recipes call `model.set_num_output_chunks` with it).
+pub const TORCHTUNE_OUTPUT_CHUNKS: f64 = 8.0;
+
+/// Bytes per logit of torchtune's chunked loss at its peak, the forward's last chunk. The model returns the
+/// logits as a list of chunks in the compute dtype, which the recipe holds until `del logits` after the loss
+/// (`recipes/lora_finetune_single_device.py` `_loss_step`); each chunk's `cross_entropy(chunk.float())` keeps
+/// its fp32 `log_softmax` output for backward, and the last chunk's fp32 copy is alive while its loss is
+/// taken: `ab + 4 + 4 / 8` (2 + 4 + 0.5 = 6.5 B in bf16; in fp32 `.float()` copies nothing: 8 B). Every
+/// saved activation is alive then too, so this moment outweighs the loss's backward (4 B and one chunk's
+/// gradients). The oracle running torchtune 0.6.1's recipes peaks at `nll_loss_forward` in
+/// `CEWithChunkedOutputLoss` on every LoRA job (`tests/golden_torchtune.rs`).
+fn torchtune_chunked_per_logit(job: &Job) -> f64 {
+    if job.precision == Precision::Fp32 {
+        8.0
+    } else {
+        2.0 + 4.0 + 4.0 / TORCHTUNE_OUTPUT_CHUNKS
+    }
 }
 
 /// litgpt's LM head runs in 128-token chunks (`lm_head_chunk_size=128`, `litgpt/finetune/*.py`) and

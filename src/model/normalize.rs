@@ -36,6 +36,13 @@ pub fn normalize(job: &Job) -> (Job, Vec<Warning>) {
         job.arch.activation = Default::default();
         job.arch.causal_mask_always = false;
     }
+    // torchtune's Gemma 2 attention computes its scores itself, soft-capped, masked and softmaxed in fp32
+    // (`torchtune/models/gemma2/_attention.py` `Gemma2Attention.forward`: two `torch.matmul`s around
+    // `F.softmax(output.float())`), never SDPA: eager attention whatever was asked. Gemma 2 is the family with
+    // soft-capping (`Architecture::softcap`).
+    if job.stack == super::stack::Stack::Torchtune && job.arch.softcap {
+        job.attention = super::job::AttentionImpl::Eager;
+    }
     // A model with learned absolute positions (GPT-2, GPT-BigCode, OPT) cannot look past its position table:
     // `wpe` has `n_positions` rows, so longer inputs fail unless the tokenizer truncates them to
     // `model_max_length`, which is what a run that finished did.

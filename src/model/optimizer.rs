@@ -110,6 +110,8 @@ pub fn optimizer(job: &Job, s: &Shapes) -> OptimizerBytes {
     let p = &s.params;
     let base_trainable = s.base_trainable();
     let (per_param, paged) = optimizer_bytes(job);
+    // Adapters in a 16-bit model dtype (`adapters::adapter_param_bytes`) are stepped as 16-bit parameters.
+    let adapter_in_16bit = super::adapters::adapter_param_bytes(job, s) < 4.0;
     // BAdam steps an fp32 copy of the active block (`badam/block_optim.py`: `param.clone().float()`), so
     // its Adam states are fp32 whatever the weights.
     let base_per_param =
@@ -118,6 +120,11 @@ pub fn optimizer(job: &Job, s: &Shapes) -> OptimizerBytes {
         } else {
             per_param
         };
+    let adapter_per_param = if adapter_in_16bit {
+        optimizer_bytes_16bit(job)
+    } else {
+        per_param
+    };
     let master_whole = if (job.precision == Precision::Mixed || job.mode == Mode::Badam)
         && s.working < 4.0
         && base_trainable > 0.0
@@ -155,7 +162,7 @@ pub fn optimizer(job: &Job, s: &Shapes) -> OptimizerBytes {
         (0.0, 0.0)
     } else {
         (
-            (s.adapter * per_param + base_states) * s.shard(1) * s.train_share,
+            (s.adapter * adapter_per_param + base_states) * s.shard(1) * s.train_share,
             master_whole * s.shard(1) * s.train_share,
         )
     };
@@ -166,7 +173,11 @@ pub fn optimizer(job: &Job, s: &Shapes) -> OptimizerBytes {
         full_tuning::svd_transient_bytes(p, &job.arch)
     } else if job.optimizer_step_temp && !matches!(job.optimizer, Optimizer::None | Optimizer::Sgd)
     {
-        let param_bytes = if s.adapter > 0.0 { 4.0 } else { s.working };
+        let param_bytes = if s.adapter > 0.0 {
+            super::adapters::adapter_param_bytes(job, s)
+        } else {
+            s.working
+        };
         s.trainable * param_bytes * s.shard(1) * s.train_share
     } else {
         0.0

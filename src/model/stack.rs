@@ -150,6 +150,37 @@ impl Stack {
         matches!(self, Stack::Litgpt | Stack::Torchtune)
     }
 
+    /// Whether the stack's LoRA layers are built in the model's own dtype and read their input as it comes, so
+    /// that an adapter keeps no cast of its own: torchtune's `LoRALinear` (`torchtune/modules/peft/lora.py`,
+    /// built under `training.set_default_dtype(bf16)`: `lora_a(dropout(x))` on the bf16 `x`) and litgpt's
+    /// `LoRALinear` / `LoRAQKVLinear` (`litgpt/lora.py`, Fabric's `bf16-true` converts the adapters too). Without
+    /// dropout (`nn.Identity`) every adapter of a group of modules fed one tensor saves that same tensor, once;
+    /// with dropout each saves its own dropped-out copy and mask. `lora_a`'s output is saved in the model dtype.
+    /// PEFT instead casts each adapter's input to its fp32 adapter dtype ([`super::activations`]). The
+    /// torchtune oracle's saved tensors (`scripts/golden-torchtune.py`) show exactly this.
+    pub fn adapters_in_model_dtype(self) -> bool {
+        matches!(self, Stack::Litgpt | Stack::Torchtune)
+    }
+
+    /// Whether the stack's attention copies K and V to every query head before SDPA, so that SDPA saves them
+    /// at the query width: torchtune's `MultiHeadAttention.forward` (`torchtune/modules/attention.py`:
+    /// `k.unsqueeze(2).expand(…).flatten(1, 2)`, a copy) for grouped-query models. Its output then needs no
+    /// copy for the output projection (the flash kernel lays its output out so that `.transpose(1, 2)` is
+    /// contiguous). Measured: the oracle's Llama 3.2 1B layer saves q, k, v and the output at 2 B × 2048 each
+    /// per token.
+    pub fn expands_kv_heads(self) -> bool {
+        matches!(self, Stack::Torchtune)
+    }
+
+    /// Whether the stack's RMSNorm runs in fp32 on an upcast input and keeps its fp32 normalized tensor when
+    /// the scale trains: torchtune's `RMSNorm.forward` (`torchtune/modules/rms_norm.py`:
+    /// `F.rms_norm(x.float(), weight=self.scale).to(x.dtype)`). transformers' norms multiply the weight after
+    /// casting back, keeping the 16-bit tensor. The oracle's Llama 3.2 1B layer keeps 8 B × 2048 + 4 per
+    /// token in each norm when it trains, 4 B × 2048 + 4 when it does not.
+    pub fn norms_keep_fp32(self) -> bool {
+        matches!(self, Stack::Torchtune)
+    }
+
     /// Whether weight quantization replaces the LM head too.
     ///
     /// Lightning Fabric's `BitsandbytesPrecision.convert_module` replaces every `torch.nn.Linear` whose name
