@@ -488,6 +488,24 @@ const RADV_BO_ALLOC: Rule = any(
 /// [NV_ERR_NO_MEMORY]" — the driver could not back a device allocation (on DGX Spark's GB10 and other
 /// unified-memory parts, out of the shared pool).
 const NVRM_NO_MEMORY: Rule = any(&["[nv_err_no_memory]"], Kind::Gpu, Source::CudaError);
+/// AMD's MIOpen (`src/hip/handlehip.cpp`, `Handle::Create` / workspace allocation): "Memory not available to
+/// allocate buffer: N" — `hipMalloc` refused a device buffer.
+const MIOPEN_ALLOC: Rule = any(
+    &["memory not available to allocate buffer"],
+    Kind::Gpu,
+    Source::PytorchHip,
+);
+/// Tenstorrent's tt-metal allocator (`tt_metal/impl/allocator/bank_manager.cpp`): "Out of Memory: Not enough
+/// space to allocate N B DRAM buffer across K banks" (or an `L1` buffer): the accelerator's own memory.
+const TT_BANK_OOM: Rule = any(
+    &["b dram buffer across", "b l1 buffer across"],
+    Kind::Gpu,
+    Source::CudaError,
+);
+/// tinygrad's device allocators (`tinygrad/runtime/ops_amd.py`, `ops_nv.py`): a failed device allocation
+/// (`ENOMEM` from the kernel driver's ioctl) is raised as Python's `MemoryError("Cannot allocate N bytes: no
+/// memory is available.")`; the traceback's `runtime/ops_…` frames say it was the device's.
+const TINYGRAD_DEVICE: Rule = check(tinygrad_device_oom, Kind::Gpu, Source::CudaError);
 /// bitsandbytes `csrc/common.cuh` (`CUDA_CHECK_RETURN`): "Error out of memory at line N in file
 /// …/csrc/ops.cu" (or `pythonInterface.c`): a CUDA call of its own (its paged optimizer's `cudaMallocManaged`,
 /// a kernel's buffer) got `cudaErrorMemoryAllocation`.
@@ -1018,6 +1036,17 @@ const HF_DISK: Rule = any(
 const STREAM_WRITER: Rule = check(stream_writer, Kind::Disk, Source::DiskFull);
 /// Hugging Face datasets `builder.py` (`_check_disk_space`): "Not enough disk space. Needed: X (download: …".
 const DATASETS_DISK: Rule = any(&["not enough disk space"], Kind::Disk, Source::DiskFull);
+/// Ray's object store spilling to a full disk (`python/ray/exceptions.py` `OutOfDiskError`: "Local disk is
+/// full"); kubelet's eviction for local storage (`pkg/kubelet/eviction/helpers.go`: "The node was low on
+/// resource: ephemeral-storage.").
+const STORE_DISK: Rule = any(
+    &[
+        "outofdiskerror",
+        "the node was low on resource: ephemeral-storage",
+    ],
+    Kind::Disk,
+    Source::DiskFull,
+);
 /// TensorFlow's file systems map ENOSPC to RESOURCE_EXHAUSTED with the path as message ("Error writing (tmp)
 /// checkpoint file: …: Resource exhausted: /path/…").
 const TF_DISK: Rule = check(tf_exhausted_path, Kind::Disk, Source::DiskFull);
@@ -1098,6 +1127,9 @@ const OOM_KILLER: Rule = any(
         // being killed", "Exceeded job memory limit".
         "exceeded job memory limit",
         "exceeded memory limit (",
+        // Hugging Face Spaces' runtime error when a Space's container passes its RAM: "Memory limit exceeded
+        // (16Gi)".
+        "memory limit exceeded (",
     ],
     Kind::Host,
     Source::OomKiller,
@@ -1339,6 +1371,9 @@ const DRIVER: Rule = any(
         "compiled with an unsupported toolchain",
         // `cudaErrorCallRequiresNewerDriver` (36).
         "api call is not supported in the installed cuda driver",
+        // XLA `stream_executor/cuda/cuda_dnn.cc`: "Loaded runtime CuDNN library: X but source was compiled
+        // with: Y. CuDNN library needs to have matching major version and equal or higher minor version."
+        "cudnn library needs to have matching major version",
     ],
     Kind::NotMemory,
     Source::DriverTooOld,
@@ -1572,6 +1607,10 @@ const SEGFAULT: Rule = any(
     &[
         "segmentation fault",
         "sigsegv",
+        // torch.distributed.elastic's report of a child killed by SIGSEGV (`multiprocessing/api.py`).
+        "exitcode: -11)",
+        "exitcode: -11 ",
+        "exitcode : -11 ",
         "exit code -1073741819",
         "(0xc0000005)",
     ],
@@ -1991,6 +2030,13 @@ const NOT_EXHAUSTION: Rule = any(
         "there was an overflow in the <class 'pyarrow.lib.listarray'>",
         "mmap failed: no such device",
         "(which has shape torch.size([0])), this look incorrect",
+        // Arrow `cpp/src/arrow/array/builder_binary.h` (`ArrowCapacityError`): "array cannot contain more
+        // than 2147483646 bytes": one binary array's 32-bit offsets, not memory.
+        "array cannot contain more than 2147483646 bytes",
+        // A download cut short (hyper `IncompleteBody` through the Hub's Rust client): a network error.
+        "incompletebody",
+        // LM Studio's loader with no engine for the file's format: "No LM Runtime found for model format".
+        "no lm runtime found for model format",
     ],
     Kind::NotMemory,
     Source::Unknown,
@@ -2051,6 +2097,9 @@ const RULES: &[Rule] = &[
     TRTLLM_EXECUTOR_OOM,
     RADV_BO_ALLOC,
     NVRM_NO_MEMORY,
+    MIOPEN_ALLOC,
+    TT_BANK_OOM,
+    TINYGRAD_DEVICE,
     CU_RESULT_OOM,
     BNB_DISPATCH,
     VLLM_KV,
@@ -2092,6 +2141,7 @@ const RULES: &[Rule] = &[
     HF_DISK,
     STREAM_WRITER,
     DATASETS_DISK,
+    STORE_DISK,
     TF_DISK,
     CPU_ALLOC,
     CPU_ALLOC_TAIL,
@@ -2427,6 +2477,11 @@ fn killed_line(s: &Scan) -> Option<usize> {
         if low == "killed" {
             return Some(here);
         }
+        // The shell's "Killed" written at the start of a tqdm line that the progress bar had drawn with a
+        // carriage return, keeping the rest of the bar: "Killedng 9 files:   0%|      | 0/9 [00:00<?, ?it/s]".
+        if low.starts_with("killed") && low.contains("%|") && low.contains("it/s") {
+            return Some(here);
+        }
         // zsh's report of a foreground job (`Src/jobs.c`, SIGKILL's name from `signames`): "zsh: killed  cmd".
         // A spinner or progress line that zsh's report overwrote: "importing safetensors model ⠧ zsh: killed  cmd".
         if low == "zsh: killed" || low.starts_with("zsh: killed ") || low.contains(" zsh: killed ")
@@ -2593,6 +2648,19 @@ fn engine_kv_assert(s: &Scan) -> Option<usize> {
                 || line.contains("assert ")
         })
         .map(|i| s.orig(i))
+}
+
+/// [`TINYGRAD_DEVICE`]: tinygrad's "no memory is available" beside one of its device runtimes' frames.
+fn tinygrad_device_oom(s: &Scan) -> Option<usize> {
+    let at = s.low.find("bytes: no memory is available")?;
+    [
+        "tinygrad/runtime/ops_amd",
+        "tinygrad/runtime/ops_nv",
+        "tinygrad/runtime/ops_cuda",
+    ]
+    .iter()
+    .any(|f| s.low.contains(f))
+    .then(|| s.orig(at))
 }
 
 /// [`PTXAS_ERROR`]: a line that starts with `ptxas` and reports an error or a fatal error.
