@@ -22,7 +22,9 @@ stepped after backward (foreach, PyTorch's CUDA default) and once inside backwar
 `training.register_optim_in_bwd_hooks`, one optimizer per parameter stepped and zeroed as its gradient lands).
 
 Release: torchtune 0.6.1 (`pip install --no-deps torchtune==0.6.1 torchao==0.10.0` plus `datasets sentencepiece
-tiktoken blobfile omegaconf psutil Pillow kagglehub`; torch 2.15.0 as for fake_peak.py).
+tiktoken blobfile omegaconf psutil Pillow kagglehub`; torch 2.15.0 as for fake_peak.py). torchtune 0.6.1 needs
+torchao's `nf4tensor`, which torchao ≥ 0.16 no longer has, while PEFT 0.21 refuses a torchao older than 0.16:
+install torchao for this script only (or in a virtualenv of its own) and uninstall it before the PEFT grids.
 Not covered: QLoRA (torchao's NF4 kernels), activation offloading (CUDA streams), `compile`.
 
 Not part of CI (10-90 s a job on 2 cores). Run by hand, then commit the output:

@@ -736,14 +736,21 @@ pub fn backward_peak(job: &Job, s: &Shapes, loss: f64, retained: f64) -> Backwar
                 2.0 * recomputed * layer_input + recomputed_acts + recomputed_scores
             }
         };
-    let loss_phase = saved_acts + saved_scores + final_norm + head_saved + loss;
+    // Logits a loop keeps beyond the loss are alive at the loss's backward too; a chunked loss's bytes already
+    // hold its 16-bit chunks (litgpt), a full-logits loss's do not (a plain loop's `outputs.logits`).
+    let kept_at_loss = if job.loss == LossImpl::Chunked {
+        0.0
+    } else {
+        retained
+    };
+    let loss_phase = saved_acts + saved_scores + final_norm + head_saved + loss + kept_at_loss;
     let layer_phase =
         saved_acts + saved_scores + recomputed_acts + recomputed_scores + layer_work + retained;
     if loss_phase >= layer_phase {
         BackwardPeak {
             activations: saved_acts + final_norm + head_saved,
             scores: saved_scores,
-            logits: loss,
+            logits: loss + kept_at_loss,
             first_layer,
         }
     } else {

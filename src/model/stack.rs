@@ -12,6 +12,9 @@ pub enum Stack {
     /// Plain PyTorch + transformers model code.
     #[default]
     Generic,
+    /// A hand-written loop that keeps the model's outputs through backward (`outputs = model(**batch)`,
+    /// `outputs.loss.backward()`): PEFT's method-comparison benchmark, most notebooks and custom trainers.
+    PlainLoop,
     /// Hugging Face Trainer / TRL SFTTrainer with PEFT.
     HfTrainer,
     /// LLaMA-Factory.
@@ -34,8 +37,9 @@ pub enum Stack {
 
 impl Stack {
     /// Every preset, in the order the page lists them.
-    pub const ALL: [Stack; 10] = [
+    pub const ALL: [Stack; 11] = [
         Stack::Generic,
+        Stack::PlainLoop,
         Stack::HfTrainer,
         Stack::LlamaFactory,
         Stack::Axolotl,
@@ -51,6 +55,7 @@ impl Stack {
     pub fn id(self) -> &'static str {
         match self {
             Stack::Generic => "generic",
+            Stack::PlainLoop => "plain-loop",
             Stack::HfTrainer => "hf-trainer",
             Stack::LlamaFactory => "llama-factory",
             Stack::Axolotl => "axolotl",
@@ -67,6 +72,7 @@ impl Stack {
     pub fn name(self) -> &'static str {
         match self {
             Stack::Generic => "Generic PyTorch",
+            Stack::PlainLoop => "Plain loop (outputs kept)",
             Stack::HfTrainer => "HF Trainer / TRL + PEFT",
             Stack::LlamaFactory => "LLaMA-Factory",
             Stack::Axolotl => "axolotl",
@@ -82,9 +88,9 @@ impl Stack {
     /// Parses an id (as [`Stack::id`]) or a reference case's `framework` field.
     pub fn from_id(id: &str) -> Option<Stack> {
         let s = match id {
-            "peft-bench" | "fms-acceleration" | "qwen-finetune" | "hf-inference" => {
-                Stack::HfTrainer
-            }
+            "fms-acceleration" | "qwen-finetune" | "hf-inference" => Stack::HfTrainer,
+            // PEFT's `method_comparison/MetaMathQA/run.py` is a plain loop that keeps `outputs`.
+            "peft-bench" => Stack::PlainLoop,
             "fsdp-qlora" => Stack::Fsdp,
             _ => return Stack::ALL.into_iter().find(|s| s.id() == id),
         };
@@ -100,8 +106,14 @@ impl Stack {
     /// step. The HF Trainer's `compute_loss` returns the loss alone and drops the outputs
     /// (`transformers/trainer.py`); torchtune's recipes `del logits` before backward
     /// (`recipes/lora_finetune_single_device.py`).
+    ///
+    /// A plain loop, `outputs = model(**batch); loss = outputs.loss; loss.backward()`, keeps `outputs` and its
+    /// logits (in the compute dtype: transformers computes the loss inside the model, on an fp32 copy, and
+    /// returns the 16-bit logits) until the next step rebinds the name: PEFT's method-comparison benchmark
+    /// (`method_comparison/MetaMathQA/run.py`), measured by the fake-tensor oracle with its outputs kept
+    /// (`tests/golden_plain_loop.rs`).
     pub fn keeps_logits_through_backward(self) -> bool {
-        matches!(self, Stack::Litgpt)
+        matches!(self, Stack::Litgpt | Stack::PlainLoop)
     }
 
     /// Whether the stack trains preference objectives with TRL's own trainers (`DPOTrainer`, `CPOTrainer`):
@@ -201,7 +213,7 @@ impl Stack {
     pub fn upcasts_non_quantized(self) -> bool {
         matches!(
             self,
-            Stack::HfTrainer | Stack::Axolotl | Stack::MsSwift | Stack::Generic
+            Stack::HfTrainer | Stack::Axolotl | Stack::MsSwift | Stack::Generic | Stack::PlainLoop
         )
     }
 

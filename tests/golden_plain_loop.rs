@@ -1,0 +1,126 @@
+//! A hand-written training loop that keeps the model's outputs through backward (`outputs = model(**batch)`,
+//! `outputs.loss.backward()`, as PEFT's method-comparison benchmark and most custom loops do) against the
+//! fake-tensor oracle run with its outputs kept (`tests/data/golden-plain-loop.jsonl`, made by
+//! `scripts/golden-plain-loop.py`; transformers 5.24 / PEFT 0.21 / torch 2.15): trainable parameters exactly,
+//! and `max_memory_allocated` of two steps with gradient clipping, for stack `plain-loop`. Every job must be
+//! within 3%.
+#![cfg(not(target_arch = "wasm32"))]
+
+use serde_json::Value;
+use vramfit::catalog;
+use vramfit::model::*;
+
+const GRID: &str = include_str!("data/golden-plain-loop.jsonl");
+const GIB: f64 = 1_073_741_824.0;
+const TOLERANCE_PCT: f64 = 3.0;
+
+fn job_of(rec: &Value) -> Job {
+    let arch = catalog::model(rec["model"].as_str().unwrap())
+        .unwrap_or_else(|| panic!("{} not in the catalog", rec["model"]))
+        .arch()
+        .clone();
+    let j = &rec["job"];
+    let mut job = Job {
+        arch,
+        ..Job::default()
+    };
+    Stack::PlainLoop.apply_defaults(&mut job);
+    job.weights = WeightFormat::Bf16;
+    job.precision = if j["dtype"] == "mixed" {
+        Precision::Mixed
+    } else {
+        Precision::Pure16
+    };
+    job.optimizer = Optimizer::Adamw;
+    job.mode = if j["mode"] == "full" {
+        Mode::Full
+    } else {
+        Mode::Lora
+    };
+    if let Some(l) = j.get("lora").filter(|l| l.is_object()) {
+        job.lora = Lora {
+            rank: l["r"].as_u64().unwrap() as u32,
+            targets: match &l["target_modules"] {
+                Value::String(s) if s == "all-linear" => Module::ALL.to_vec(),
+                Value::Array(names) => names
+                    .iter()
+                    .map(|n| match n.as_str().unwrap() {
+                        "q_proj" => Module::Q,
+                        "k_proj" => Module::K,
+                        "v_proj" => Module::V,
+                        "o_proj" => Module::O,
+                        other => panic!("target {other}"),
+                    })
+                    .collect(),
+                other => panic!("target_modules {other}"),
+            },
+            dropout: false,
+            ..Lora::default()
+        };
+    }
+    job.micro_batch = j["batch_size"].as_u64().unwrap() as u32;
+    job.seq_len = j["seq_len"].as_u64().unwrap() as u32;
+    job.grad_accum = 1;
+    job.variable_lengths = false;
+    job.checkpointing = if j["gradient_checkpointing"].as_bool() == Some(true) {
+        Checkpointing::Layer
+    } else {
+        Checkpointing::Off
+    };
+    job.attention = AttentionImpl::Sdpa;
+    job.gpus = 1;
+    job
+}
+
+fn records() -> Vec<Value> {
+    GRID.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r.get("error").is_none())
+        .collect()
+}
+
+#[test]
+fn trainable_parameters_match_peft() {
+    let recs = records();
+    assert!(recs.len() >= 8, "only {} jobs", recs.len());
+    for rec in &recs {
+        let (job, _) = normalize::normalize(&job_of(rec));
+        let (trainable, _) = adapters::trainable(&job, &job.arch.params());
+        assert_eq!(
+            trainable,
+            rec["params_trainable"].as_f64().unwrap(),
+            "{}",
+            rec["id"]
+        );
+    }
+}
+
+#[test]
+fn peak_allocated_matches_the_oracle_with_outputs_kept() {
+    let mut misses = Vec::new();
+    let mut abs = Vec::new();
+    for rec in records() {
+        let id = rec["id"].as_str().unwrap();
+        let oracle = rec["peak_allocated_bytes"].as_f64().unwrap();
+        let e = estimate(&job_of(&rec));
+        let err = (e.peak_allocated - oracle) / oracle * 100.0;
+        abs.push(err.abs());
+        println!(
+            "{id:45} oracle {:8.3} GiB  vramfit {:8.3} GiB  {err:+6.1}%",
+            oracle / GIB,
+            e.peak_allocated / GIB
+        );
+        if err.abs() > TOLERANCE_PCT {
+            misses.push(format!("{id}: {err:+.1}%"));
+        }
+    }
+    abs.sort_by(f64::total_cmp);
+    println!(
+        "golden plain loop: n={} median_abs_pct={:.2} max_abs_pct={:.2}",
+        abs.len(),
+        abs[abs.len() / 2],
+        abs[abs.len() - 1]
+    );
+    assert!(misses.is_empty(), "beyond {TOLERANCE_PCT}%: {misses:?}");
+}
