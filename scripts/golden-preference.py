@@ -65,6 +65,11 @@ What is stubbed or patched, and why each is memory-exact (stated, not guessed):
             scalar `kl` is gathered and fed back into the loss, so for KTO the metric gather returns its input
             (a single-process gather does) and `.item()` / truth tests on fake tensors answer 0.0 / True (a
             host read of a scalar: no GPU memory). The label mask `[B]` has B/2 true entries.
+  sft       `trl.SFTTrainer.compute_loss` (trl/trainer/sft_trainer.py), TRL >= 1.15: the model called with
+            `fused_lm_head=True` (`add_fused_lm_head(..., outputs=("log_probs", "entropy", "is_top1"))` in
+            `SFTTrainer.__init__`), the NLL summed from the per-token log-probs over the label mask, and the
+            entropy and token-accuracy metrics from the head's per-token outputs: no [B, S, V] logits. Inputs
+            as `DataCollatorForLanguageModeling` pads them (ids, attention mask, labels = ids), unpadded.
 Not covered: PPO (`trl.experimental.ppo`, its own rollout loop).
 
 Not part of CI (5-40 s a job on 2 cores; 54 jobs, about 15 min). Run by hand, then commit the output:
@@ -89,12 +94,14 @@ OUT = os.path.join(ROOT, "tests", "data", "golden-preference.jsonl")
 
 MODELS = ["qwen2.5-0.5b", "llama-3.2-1b", "llama-3.1-8b"]
 # The 8B model runs a subset: LoRA DPO and ORPO, and full DPO with checkpointing.
-BIG = {"llama-3.1-8b": ["dpo-lora-disabled", "orpo-lora", "dpo-full-refcopy-ckpt"]}
+BIG = {"llama-3.1-8b": ["dpo-lora-disabled", "orpo-lora", "dpo-full-refcopy-ckpt", "sft-lora"]}
 SHAPES = [(1, 1024), (2, 2048)]  # (pairs per device = per_device_train_batch_size, tokens per sequence)
 # GRPO: (completions per device, prompt tokens, completion tokens); seq_len = prompt + completion.
 GRPO_SHAPES = [(4, 256, 768), (8, 512, 1536)]
 # (name, objective, mode, reference)
 VARIANTS = [
+    ("sft-lora", "sft", "lora", "none"),
+    ("sft-full", "sft", "full", "none"),
     ("grpo-lora", "grpo", "lora", "none"),
     ("grpo-full", "grpo", "full", "none"),
     ("kto-lora-disabled", "kto", "lora", "disabled-adapters"),
@@ -191,6 +198,7 @@ class _Accel:
     sync_gradients = True
     is_main_process = True  # trl.extras.profiling times the call (report_to=[]: nothing is logged)
     num_processes = 1
+    parallelism_config = None  # no sequence or context parallelism (SFTTrainer.compute_loss reads it)
 
     @contextlib.contextmanager
     def autocast(self, *a, **k):
@@ -392,6 +400,19 @@ def make_trainer(objective, model, ref_model, dev, cfg_dir):
         tr._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
         # Metric reductions over a single process (`nanmin`/`nanmax` of a gathered tensor): no GPU memory.
         gt.nanmin = gt.nanmax = lambda x: _Metric()
+    elif objective == "sft":
+        from trl import SFTConfig, SFTTrainer
+
+        args = SFTConfig(output_dir=cfg_dir, report_to=[], bf16=False)  # bf16=True: applied by hand (no GPU here)
+        tr = object.__new__(SFTTrainer)
+        tr.model = model
+        tr.aux_loss_enabled = False
+        tr.compute_loss_func = None
+        tr.label_smoother = None
+        tr._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
+        tr._total_train_tokens = 0
+        tr._tp_size = 1
+        tr.maybe_activation_offload_context = contextlib.nullcontext()
     elif objective == "dpo":
         from trl import DPOConfig, DPOTrainer
 
@@ -468,6 +489,9 @@ def make_inputs(objective, B, S, vocab, dev, oracle, torch, completion=0):
                "completion_mask": ones(B, C),
                "advantages": torch.zeros(B, dtype=torch.float32, device=dev),
                "num_items_in_batch": torch.tensor(float(B * C), device=dev)}
+    elif objective == "sft":
+        input_ids = ids(B, S)
+        inp = {"input_ids": input_ids, "attention_mask": ones(B, S), "labels": input_ids.clone()}
     elif objective == "dpo":
         inp = {"input_ids": ids(2 * B, S), "attention_mask": ones(2 * B, S), "completion_mask": ones(2 * B, S)}
     else:
@@ -513,6 +537,9 @@ def run(spec) -> dict:
     if objective == "grpo":  # GRPOTrainer.__init__
         add_fused_lm_head(model.get_base_model() if peft_model else model, temperature=1.0,
                           cast_lm_head_to_fp32=False, outputs=("log_probs", "entropy"))
+    if objective == "sft":  # SFTTrainer.__init__
+        add_fused_lm_head(model.get_base_model() if peft_model else model,
+                          outputs=("log_probs", "entropy", "is_top1"))
     if objective == "dpo":  # DPOTrainer.__init__
         add_fused_lm_head(model.get_base_model() if peft_model else model,
                           outputs=("log_probs", "entropy", "mean_logits", "is_top1"))

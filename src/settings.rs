@@ -754,13 +754,13 @@ pub static SETTINGS: &[Setting] = &[
     enum_setting!("loss", loss, Exports {
         trl: when(
             &["use_liger_kernel"],
-            |f| matches!(f.loss, LossImpl::Fp32Logits | LossImpl::Fused),
+            |f| matches!(f.loss, LossImpl::Fp32Logits | LossImpl::Fused | LossImpl::TrlFusedHead),
             "16-bit and chunked logits are the model code's, not a switch",
         ),
         llama_factory: when(
             &["enable_liger_kernel"],
             |f| matches!(f.loss, LossImpl::Fp32Logits | LossImpl::Fused),
-            "16-bit and chunked logits are the model code's, not a switch",
+            "16-bit and chunked logits are the model code's, and TRL's fused head is TRL's own",
         ),
         deepspeed: no(NO_DS_TRAINING),
     }),

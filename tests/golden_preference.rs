@@ -1,5 +1,6 @@
-//! Preference and RL tuning (DPO and KTO with a reference copy or PEFT's disabled-adapter reference, ORPO,
-//! SimPO, GRPO's training pass) against the fake-tensor oracle running TRL's own loss code (`tests/data/golden-preference.jsonl`, made by
+//! Supervised fine-tuning through TRL's `SFTTrainer` (its fused LM head, TRL ≥ 1.15), preference and RL tuning
+//! (DPO and KTO with a reference copy or PEFT's disabled-adapter reference, ORPO, SimPO, GRPO's training pass)
+//! against the fake-tensor oracle running TRL's own loss code (`tests/data/golden-preference.jsonl`, made by
 //! `scripts/golden-preference.py`; TRL 1.16.0 on torch 2.15 / transformers 5.24 / peft 0.21): trainable
 //! parameters exactly, and `max_memory_allocated` of two training steps with TRL's defaults (bf16 autocast on
 //! bf16 weights, fused AdamW, `max_grad_norm=1.0`).
@@ -79,6 +80,7 @@ fn job_of(rec: &Value, loss: LossImpl) -> Job {
         attention: AttentionImpl::Sdpa,
         loss,
         objective: match rec["objective"].as_str().unwrap() {
+            "sft" => Objective::Sft,
             "dpo" => Objective::Dpo,
             "orpo" => Objective::Orpo,
             "simpo" => Objective::Simpo,
@@ -138,7 +140,13 @@ fn preference_tuning_matches_the_oracle_running_trl() {
         // The loss vramfit assumes for a TRL job (`Stack::loss`: full fp32 logits, which `loss::loss_bytes`
         // replaces with TRL's fused head for DPO and 8 B per logit for SimPO), and, for comparison, a fused
         // linear + cross-entropy kernel (`LossImpl::Fused`).
-        let e = estimate(&job_of(&rec, LossImpl::Fp32Logits));
+        // TRL ≥ 1.15's SFTTrainer runs its fused LM head, which the job states by its loss.
+        let trl_loss = if rec["objective"] == "sft" {
+            LossImpl::TrlFusedHead
+        } else {
+            LossImpl::Fp32Logits
+        };
+        let e = estimate(&job_of(&rec, trl_loss));
         let fused = estimate(&job_of(&rec, LossImpl::Fused));
         let trainable = rec["params_trainable"].as_f64().unwrap();
         assert_eq!(e.trainable_params, trainable, "{id}: trainable parameters");

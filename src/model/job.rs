@@ -231,6 +231,11 @@ pub enum LossImpl {
     Chunked,
     /// Fused linear + cross-entropy kernel that never materializes logits (Liger, Unsloth, Cut Cross-Entropy).
     Fused,
+    /// TRL's fused LM head (`add_fused_lm_head`, TRL ≥ 1.15's `SFTTrainer`; its DPO, KTO and GRPO trainers):
+    /// per-token log-probabilities from logit tiles, never the `b·s·V` logits
+    /// ([`super::loss::trl_fused_head_bytes`]). Objectives TRL computes without it (ORPO, SimPO) keep the model's
+    /// fp32 logits.
+    TrlFusedHead,
 }
 
 /// How the model is spread over the GPUs.

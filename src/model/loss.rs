@@ -17,7 +17,8 @@ use super::shapes::Shapes;
 /// `CEWithChunkedOutputLoss`, `shared/design/memory-model.md` §11.
 pub fn loss_bytes_per_logit(loss: LossImpl) -> f64 {
     match loss {
-        LossImpl::Fp32Logits => 12.0,
+        // Where TRL's fused head does not run, the model's own loss does ([`runs_trl_fused_head`]).
+        LossImpl::Fp32Logits | LossImpl::TrlFusedHead => 12.0,
         LossImpl::Bf16Logits => 9.0,
         LossImpl::Chunked => 4.0,
         LossImpl::Fused => 0.0,
@@ -32,15 +33,11 @@ pub fn loss_bytes(job: &Job, s: &Shapes) -> f64 {
     if !job.objective.has_vocab_logits() {
         return 0.0;
     }
-    if matches!(
-        job.objective,
-        Objective::Dpo | Objective::Grpo | Objective::Kto
-    ) && job.stack.runs_trl_preference_trainers()
-    {
+    if runs_trl_fused_head(job) {
         return trl_fused_head_bytes(job, s);
     }
     let trl_unlabelled = matches!(job.objective, Objective::Orpo | Objective::Simpo)
-        && job.loss == LossImpl::Fp32Logits
+        && matches!(job.loss, LossImpl::Fp32Logits | LossImpl::TrlFusedHead)
         && job.stack.runs_trl_preference_trainers();
     let per_logit = if trl_unlabelled && job.objective == Objective::Simpo {
         TRL_SIMPO_PER_LOGIT
@@ -79,6 +76,19 @@ fn torchtune_chunked_per_logit(job: &Job) -> f64 {
     }
 }
 
+/// Whether TRL's fused LM head computes the loss: TRL's DPO, GRPO and KTO trainers always use it (the HF
+/// Trainer stacks that run TRL's preference trainers), and its `SFTTrainer` from TRL 1.15 on
+/// (`trl/trainer/sft_trainer.py`: `add_fused_lm_head(..., outputs=("log_probs", "entropy", "is_top1"))` in
+/// `__init__`, `model(**inputs, fused_lm_head=True)` in `compute_loss`; TRL 1.14 and earlier built the full
+/// logits), which the job says by its loss, [`LossImpl::TrlFusedHead`].
+pub fn runs_trl_fused_head(job: &Job) -> bool {
+    let preference = matches!(
+        job.objective,
+        Objective::Dpo | Objective::Grpo | Objective::Kto
+    ) && job.stack.runs_trl_preference_trainers();
+    preference || (job.objective == Objective::Sft && job.loss == LossImpl::TrlFusedHead)
+}
+
 /// litgpt's LM head runs in 128-token chunks (`lm_head_chunk_size=128`, `litgpt/finetune/*.py`) and
 /// `chunked_cross_entropy` takes one `cross_entropy` per chunk (`litgpt/utils.py`); at each chunk's
 /// `LogSoftmaxBackward0` the incoming and the outgoing gradient of that chunk are alive beside the saved
@@ -105,6 +115,7 @@ fn litgpt_chunk_gradients(job: &Job) -> f64 {
 pub fn retained_logits_bytes(job: &Job, s: &Shapes) -> f64 {
     if !job.stack.keeps_logits_through_backward()
         || job.loss == LossImpl::Fused
+        || runs_trl_fused_head(job)
         || !job.objective.has_vocab_logits()
     {
         return 0.0;
@@ -123,7 +134,10 @@ pub fn retained_logits_bytes(job: &Job, s: &Shapes) -> f64 {
 /// `LogSoftmaxBackward0`: 0.98 GiB at 2,048 tokens × 256,000). A fused linear + cross-entropy kernel
 /// applies the cap inside its tiles, and litgpt's and torchtune's own model code is not transformers'.
 fn softcap_bytes_per_logit(job: &Job) -> f64 {
-    let full_logits = matches!(job.loss, LossImpl::Fp32Logits | LossImpl::Bf16Logits);
+    let full_logits = matches!(
+        job.loss,
+        LossImpl::Fp32Logits | LossImpl::Bf16Logits | LossImpl::TrlFusedHead
+    ) && !runs_trl_fused_head(job);
     if job.arch.softcap && full_logits && !job.stack.runs_own_model_code() {
         2.0
     } else {

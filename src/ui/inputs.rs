@@ -610,7 +610,8 @@ fn batch_inputs(props: &InputsProps, t: &'static Text) -> Html {
                 on_change={set::<String>(props, "attn")} />
             <SelectField id="loss" label={t.loss} tip={t.loss_tip} value={id_of(&form.loss)}
                 options={opts(&[(LossImpl::Fp32Logits, t.opt_loss_fp32), (LossImpl::Bf16Logits, t.opt_loss_16),
-                    (LossImpl::Chunked, t.opt_loss_chunked), (LossImpl::Fused, t.opt_loss_fused)])}
+                    (LossImpl::Chunked, t.opt_loss_chunked), (LossImpl::Fused, t.opt_loss_fused),
+                    (LossImpl::TrlFusedHead, t.opt_loss_trl_fused)])}
                 on_change={set::<String>(props, "loss")} />
         </fieldset>
     }
