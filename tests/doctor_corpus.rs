@@ -19,7 +19,6 @@ fn kind_id(k: Kind) -> &'static str {
 /// itself is decisive, and a rule for them would be a guess. Each stays in the corpus, with why.
 const KNOWN_MISSES: &[(&str, &str)] = &[
     ("b-vllm-qanything-302", "only \"# GPU blocks: 0\" and a traceback cut before its last line"),
-    ("b-sglang-4602-pagesize", "\"Decode out of memory\" with free tokens left: an allocator bug the thread found, the text says OOM"),
     ("b-unsloth-3373-nbheader", "only the notebook's cell header names the OOM"),
     ("b-sglang-cpu-pr36260", "SGLang's CPU backend prints \"GPU memory\" for NUMA-node RAM"),
     ("a-ds-minus9-chatglmft-102", "DeepSpeed \"Killing subprocess\" lines with no return code"),

@@ -421,7 +421,13 @@ const PT_CUDA_STATS: Rule = any(
 /// (`GenWorkSpace`): "Workspace can't be allocated, no enough memory." after `cudaMemGetInfo` shows too
 /// little free device memory for the attention workspace.
 const DS_WORKSPACE: Rule = any(
-    &["workspace can't be allocated, no enough memory"],
+    &[
+        "workspace can't be allocated, no enough memory",
+        // Later releases (`inference_context.h`): "Allocatable workspace available (N tokens) is less than
+        // minimum requested workspace (M tokens)", "Workspace can't be allocated, not enough memory".
+        "workspace can't be allocated, not enough memory",
+        "is less than minimum requested workspace",
+    ],
     Kind::Gpu,
     Source::PytorchCuda,
 );
@@ -433,7 +439,8 @@ const VK_DEVICE_OOM: Rule = any(
     Source::LlamaCpp,
 );
 const VK_HOST_OOM: Rule = any(
-    &["vk_error_out_of_host_memory"],
+    // vulkan-hpp's exception names the same code `ErrorOutOfHostMemory` (`vk::OutOfHostMemoryError`).
+    &["vk_error_out_of_host_memory", "erroroutofhostmemory"],
     Kind::Host,
     Source::CpuAllocator,
 );
@@ -488,6 +495,52 @@ const RADV_BO_ALLOC: Rule = any(
 /// [NV_ERR_NO_MEMORY]" — the driver could not back a device allocation (on DGX Spark's GB10 and other
 /// unified-memory parts, out of the shared pool).
 const NVRM_NO_MEMORY: Rule = any(&["[nv_err_no_memory]"], Kind::Gpu, Source::CudaError);
+/// Inference engines' own out-of-memory wording, each from its source: SGLang's token and request pools
+/// (`managers/schedule_batch.py` `alloc_token_slots`: "Decode out of memory. Try to lower your batch size.",
+/// `alloc_req_slots` "… runs out of memory", `model_runner.py` "Not enough GPU memory for hybrid state
+/// cache"); DeepSpeed-FastGen (`inference/v2/ragged/kv_cache.py`: "Insufficient memory to allocate KV-caches")
+/// and ZeRO's contiguous buffer (`runtime/zero/contiguous_memory_allocator.py`: "Not enough memory in buffer.
+/// Allocation failed"); mistral.rs (`paged_attention/mod.rs`: "Num GPU blocks is 0. This means there is not
+/// enough memory", `auto_device_map.rs`: "The model does not fit on this system", "does not fit on the
+/// devices"); ExLlamaV2/V3 (`model.py`: "Insufficient VRAM for model and cache"); lmdeploy (`pytorch/engine/
+/// executor/base.py`: "No enough gpu memory for kv cache." / "for runtime.", `paging/block_manager`: "No
+/// enough free memory blocks." raised as `MemoryError`, TurboMind's "cache out of memory, no request can be
+/// admitted"); TensorRT-LLM's KV-cache manager (`kvCacheManager.cpp`: "Can't allocate new blocks. No free
+/// blocks left."); Ollama (`ml/device.go`: "insufficient memory - required allocations", `llm/server.go`:
+/// "memory layout cannot be allocated with num_gpu", "insufficient memory for image generation", its MLX
+/// runner's "model requires X but only Y are available (after Z overhead)"); ggml-SYCL (`dpct/helper.hpp`:
+/// "dpct_malloc: out of memory for virtual memory pool"); NCCL's device buffers (`include/alloc.h`: "Failed
+/// to CUDA calloc N bytes").
+const ENGINE_OOM: Rule = any(
+    &[
+        "alloc_req_slots runs out of memory",
+        "not enough gpu memory for",
+        "insufficient memory to allocate kv-caches",
+        "not enough memory in buffer. allocation failed",
+        "this means there is not enough memory",
+        "the model does not fit on this system",
+        "this model does not fit on the devices",
+        "insufficient vram",
+        "no enough gpu memory for",
+        "no enough free memory blocks",
+        "cache out of memory, no request can be admitted",
+        "can't allocate new blocks. no free blocks left",
+        "insufficient memory - required allocations",
+        "memory layout cannot be allocated with num_gpu",
+        "insufficient memory for image generation",
+        "are available (after",
+        "out of memory for virtual memory pool",
+        "failed to cuda calloc",
+    ],
+    Kind::Gpu,
+    Source::Vllm,
+);
+/// SGLang's token pool (`managers/schedule_batch.py` `alloc_token_slots`, `mem_cache/common.py`): "Decode out
+/// of memory. Try to lower your batch size. Try to allocate N tokens. Available tokens: M …". When the pool it
+/// prints holds at least the N tokens asked for, the failure is the allocator's own bookkeeping (a page-size
+/// or leak bug), not a full pool: not memory.
+const SGLANG_TOKENS: Rule = check(sglang_token_pool, Kind::Gpu, Source::Sglang);
+const SGLANG_TOKENS_FREE: Rule = check(sglang_tokens_left, Kind::NotMemory, Source::Sglang);
 /// AMD's MIOpen (`src/hip/handlehip.cpp`, `Handle::Create` / workspace allocation): "Memory not available to
 /// allocate buffer: N" — `hipMalloc` refused a device buffer.
 const MIOPEN_ALLOC: Rule = any(
@@ -872,6 +925,9 @@ const MLX_MALLOC: Rule = any(
     &[
         "[metal::malloc] attempting to allocate",
         "[malloc_or_wait] unable to allocate",
+        // MLX ≥ 0.25 (`mlx/backend/metal/allocator.cpp`, `cuda/allocator.cpp`): "[malloc] Unable to allocate N
+        // bytes."
+        "[malloc] unable to allocate",
         // The same message rethrown without its prefix (`std::runtime_error` through libc++abi).
         "which is greater than the maximum allowed buffer size",
     ],
@@ -903,6 +959,13 @@ const XLA_OOM: Rule = any(
 /// possible. There are Y free, …".
 const XLA_TPU: Rule = any(
     &[
+        // XLA's TPU error catalogue (`docs/errors/error_1001.md`, `error_1002.md`): "Allocation (size=N) would
+        // exceed memory (size=M) :: … space=hbm", "TPU TensorCore Hbm usage: X, SparseCore Hbm usage Y,
+        // exceeding available bytes: Z"; the compiler's "Ran out of memory on HBM, the total memory required
+        // for HLO temporaries (X) exceeds available HBM (Y)".
+        "would exceed memory (size=",
+        "exceeding available bytes:",
+        "ran out of memory on hbm",
         // The TPU compiler's report beside its RESOURCE_EXHAUSTED error: "Total hbm usage >= 11.47G: reserved
         // … program … arguments …", "Program hbm requirement 10.96G", "Largest program allocations in hbm".
         "total hbm usage >=",
@@ -1130,6 +1193,33 @@ const OOM_KILLER: Rule = any(
         // Hugging Face Spaces' runtime error when a Space's container passes its RAM: "Memory limit exceeded
         // (16Gi)".
         "memory limit exceeded (",
+        // systemd-oomd (`src/oom/oomd-manager.c`): "Killed <cgroup> due to memory pressure for <cgroup> being
+        // X% > Y%", "… due to memory used (N) / total (M) and swap used …"; Ray's raylet (`node_manager.cc`):
+        // "N Workers (tasks / actors) killed due to memory pressure (OOM)".
+        "due to memory pressure",
+        "due to memory used (",
+        // containerd's event for a container the kernel's OOM killer hit (`TaskOOM`).
+        "taskoom event",
+        // macOS jetsam (`bsd/kern/kern_memorystatus.c`): "memorystatus: killing_top_process pid N …",
+        // "killing_specific_process … (per-process-limit)", "low swap: killing largest compressed process";
+        // and its Force Quit dialog, "Your system has run out of application memory."
+        "memorystatus: killing",
+        "low swap: killing largest compressed process",
+        "your system has run out of application memory",
+        // WSL2's VM creation refused by Hyper-V's compute service: "Wsl/Service/CreateInstance/CreateVm/HCS/
+        // E_OUTOFMEMORY".
+        "hcs/e_outofmemory",
+        // SGLang's hierarchical cache (`mem_cache/memory_pool_host.py`): "Not enough host memory available.
+        // Requesting X GB but only have Y GB free"; torch_npu's pinned host allocator
+        // (`CachingHostAllocator.cpp`): "Malloc pin memory failed, host out of memory"; ggml's CPU allocator
+        // (`ggml.c` `ggml_malloc`): "ggml_malloc: failed to allocate X MB"; Ray's object store
+        // (`ObjectStoreFullError`, in `/dev/shm`): "in object store because it is full"; Paddle's CPU allocator
+        // (`cpu_allocator.cc`): "Fail to alloc memory of N size".
+        "not enough host memory",
+        "host out of memory",
+        "ggml_malloc: failed to allocate",
+        "in object store because it is full",
+        "fail to alloc memory of",
     ],
     Kind::Host,
     Source::OomKiller,
@@ -2037,11 +2127,33 @@ const NOT_EXHAUSTION: Rule = any(
         "incompletebody",
         // LM Studio's loader with no engine for the file's format: "No LM Runtime found for model format".
         "no lm runtime found for model format",
+        // llama.cpp's loader (`llama-model-loader.cpp`): "tensor '…' data is not within the file bounds, model
+        // is corrupted or incomplete" — a truncated download.
+        "data is not within the file bounds",
     ],
     Kind::NotMemory,
     Source::Unknown,
 )
 .with(Hint::ModelMismatch);
+/// Device faults that are not memory shortages: Metal's command-buffer watchdog ("Caused GPU Timeout Error",
+/// ggml-metal and MLX), DirectML's device removal (`0x887A0005`, "The GPU device instance has been
+/// suspended"), a TPU core's on-device check failure ("Core halted unexpectedly", XLA `error_0200.md`), NVML
+/// failing inside PyTorch's allocator (`CUDACachingAllocator.cpp`: "NVML_SUCCESS == r INTERNAL ASSERT
+/// FAILED"), a CUDA-graph capture touching pageable host memory ("Cannot copy between CPU and CUDA tensors
+/// during CUDA graph capture"), and SGLang's own leak check ("memory leak detected!", a bookkeeping assert).
+const DEVICE_FAULTS: Rule = any(
+    &[
+        "caused gpu timeout error",
+        "the gpu device instance has been suspended",
+        "core halted unexpectedly",
+        "nvml_success == r internal assert failed",
+        "during cuda graph capture unless the cpu tensor is pinned",
+        "token_to_kv_pool_allocator memory leak detected",
+    ],
+    Kind::NotMemory,
+    Source::CudaError,
+)
+.with(Hint::CudaFault);
 /// LM Studio's loading guardrail: "Model loading was stopped due to insufficient system resources. … this model
 /// requires approximately X GB of memory": the machine's RAM (unified memory on a Mac) would not hold it.
 const LMSTUDIO_GUARDRAIL: Rule = any(
@@ -2098,6 +2210,9 @@ const RULES: &[Rule] = &[
     RADV_BO_ALLOC,
     NVRM_NO_MEMORY,
     MIOPEN_ALLOC,
+    SGLANG_TOKENS_FREE,
+    SGLANG_TOKENS,
+    ENGINE_OOM,
     TT_BANK_OOM,
     TINYGRAD_DEVICE,
     CU_RESULT_OOM,
@@ -2209,6 +2324,7 @@ const RULES: &[Rule] = &[
     GGML_CONTEXT_POOL,
     MLX_RESOURCE_LIMIT,
     PTXAS_ERROR,
+    DEVICE_FAULTS,
     TPU_BUSY,
     SIGILL,
     SIGILL_LINE,
@@ -2648,6 +2764,31 @@ fn engine_kv_assert(s: &Scan) -> Option<usize> {
                 || line.contains("assert ")
         })
         .map(|i| s.orig(i))
+}
+
+/// [`SGLANG_TOKENS`]: SGLang's "out of memory. Try to lower your batch size".
+fn sglang_token_pool(s: &Scan) -> Option<usize> {
+    s.low
+        .find("out of memory. try to lower your batch size")
+        .map(|i| s.orig(i))
+}
+
+/// [`SGLANG_TOKENS_FREE`]: that message with "Available tokens: M" (SGLang spells it "Avaliable" in some
+/// releases) at least the "Try to allocate N tokens" it asked for.
+fn sglang_tokens_left(s: &Scan) -> Option<usize> {
+    let at = sglang_token_pool(s)?;
+    let number_after = |key: &str| -> Option<u64> {
+        let i = s.low.find(key)? + key.len();
+        let digits: String = s.low[i..]
+            .trim_start()
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    };
+    let asked = number_after("try to allocate")?;
+    let left = number_after("available tokens:").or_else(|| number_after("avaliable tokens:"))?;
+    (left >= asked).then_some(at)
 }
 
 /// [`TINYGRAD_DEVICE`]: tinygrad's "no memory is available" beside one of its device runtimes' frames.
@@ -3658,6 +3799,63 @@ mod tests {
         let d = diagnose(text, None);
         assert_eq!((d.kind, d.source), (kind, source), "{text}");
         d
+    }
+
+    /// One message a runtime prints in its own source, per rule written from it (the format with plausible
+    /// figures filled in), and the kind it says.
+    #[test]
+    fn runtime_formats_from_their_source() {
+        use Kind::*;
+        let cases: &[(&str, Kind)] = &[
+            ("Executor creation failed due to insufficient GPU memory.", Gpu),
+            ("radv/amdgpu: Failed to allocate a buffer:\nradv/amdgpu:    size      : 4269813760 bytes", Gpu),
+            ("NVRM: nvCheckOkFailedNoLog: Check failed: Out of memory [NV_ERR_NO_MEMORY]", Gpu),
+            ("AssertionError: Not enough memory for KV cache, try reducing --num-pages", Gpu),
+            ("MIOpen Error: handlehip.cpp:70: Memory not available to allocate buffer: 655360000", Gpu),
+            ("Out of Memory: Not enough space to allocate 71999488 B DRAM buffer across 12 banks", Gpu),
+            ("RuntimeError: Decode out of memory. Try to lower your batch size.\nTry to allocate 4 tokens.\nAvailable tokens: 3", Gpu),
+            ("RuntimeError: Decode out of memory. Try to lower your batch size.\nTry to allocate 148 tokens.\nAvaliable tokens: 2048", NotMemory),
+            ("RuntimeError: Not enough GPU memory for hybrid state cache", Gpu),
+            ("Insufficient memory to allocate KV-caches. Required: 4096, Available: 1024", Gpu),
+            ("AssertionError: Not enough memory in buffer. Allocation failed", Gpu),
+            ("Error: Num GPU blocks is 0. This means there is not enough memory.", Gpu),
+            ("ValueError: Insufficient VRAM for model and cache", Gpu),
+            ("RuntimeError: No enough gpu memory for kv cache.", Gpu),
+            ("MemoryError: No enough free memory blocks.", Gpu),
+            ("[TM][WARNING] dp0 ID 17: cache out of memory, no request can be admitted; failing head-of-line request", Gpu),
+            ("Can't allocate new blocks. No free blocks left.", Gpu),
+            ("Error: insufficient memory - required allocations: {InputWeights:1.2 GiB}", Gpu),
+            ("dpct_malloc: out of memory for virtual memory pool", Gpu),
+            ("include/alloc.h:493 NCCL WARN Failed to CUDA calloc 4194304 bytes", Gpu),
+            ("RuntimeError: [malloc] Unable to allocate 8589934592 bytes.", Gpu),
+            ("RuntimeError: Workspace can't be allocated, not enough memory", Gpu),
+            ("RESOURCE_EXHAUSTED: TPU TensorCore Hbm usage: 34.82G, SparseCore Hbm usage 174.10G, exceeding available bytes: 95.74G", Gpu),
+            ("RESOURCE_EXHAUSTED: Allocation (size=21474836480) would exceed memory (size=17179869184) :: space=hbm", Gpu),
+            ("XLA:TPU compile permanent error. Ran out of memory on HBM, the total memory required for HLO temporaries (64.00G) exceeds available HBM (31.25G).", Gpu),
+            ("ggml_vulkan: vk::Device::allocateMemory: ErrorOutOfHostMemory", Host),
+            ("ggml_malloc: failed to allocate 2048.00 MB", Host),
+            ("RuntimeError: Malloc pin memory failed, host out of memory, Rried to allocate size: 4294967296", Host),
+            ("ValueError: Not enough host memory available. Requesting 64.00 GB but only have 31.20 GB free.", Host),
+            ("ResourceExhaustedError: Fail to alloc memory of 17179869184 size, error code is 12.", Host),
+            ("10 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons", Host),
+            ("systemd-oomd[581]: Killed /user.slice/app.scope due to memory pressure for /user.slice being 86.80% > 50.00%", Host),
+            ("level=info msg=\"TaskOOM event container_id:\\\"4c9f\\\"\"", Host),
+            ("memorystatus: killing_top_process pid 8123 [python3.11] (vm-pageshortage 1 4512s rf:high) 48211456KB", Host),
+            ("Your system has run out of application memory.", Host),
+            ("Error code: Wsl/Service/CreateInstance/CreateVm/HCS/E_OUTOFMEMORY", Host),
+            ("ray.exceptions.ObjectStoreFullError: Failed to put object ff01 in object store because it is full.", Host),
+            ("ray.exceptions.OutOfDiskError: Local disk is full", Disk),
+            ("The node was low on resource: ephemeral-storage. Container was using 1498072868Ki", Disk),
+            ("ptxas /tmp/x.ptx, line 10531; error   : Instruction 'tensormap.replace' not supported on .target 'sm_120'", NotMemory),
+            ("error: Caused GPU Timeout Error (00000002:kIOGPUCommandBufferCallbackErrorTimeout)", NotMemory),
+            ("887A0005 The GPU device instance has been suspended. Use GetDeviceRemovedReason", NotMemory),
+            ("RuntimeError: NVML_SUCCESS == r INTERNAL ASSERT FAILED at \"CUDACachingAllocator.cpp\":830", NotMemory),
+            ("llama_model_load: error loading model: tensor 'blk.47.ffn_down.weight' data is not within the file bounds", NotMemory),
+            ("Loaded runtime CuDNN library: 9.5.1 but source was compiled with: 9.8.0.  CuDNN library needs to have matching major version", NotMemory),
+        ];
+        for (text, kind) in cases {
+            assert_eq!(diagnose(text, None).kind, *kind, "{text}");
+        }
     }
 
     #[test]
