@@ -1092,6 +1092,8 @@ pub fn change(lang: Lang, c: crate::advice::remedies::Change, after: &crate::for
         FlashAttention => "FlashAttention-2".into(),
         FusedLoss if zh => "融合交叉熵（Liger）".into(),
         FusedLoss => "Fused cross-entropy (Liger)".into(),
+        TrlFusedHead if zh => "TRL ≥ 1.15 的融合 LM head".into(),
+        TrlFusedHead => "TRL ≥ 1.15's fused LM head".into(),
         Optimizer8bit if zh => "8 位 AdamW".into(),
         Optimizer8bit => "8-bit AdamW".into(),
         Lora if zh => "改用 LoRA".into(),
@@ -1161,6 +1163,7 @@ pub fn caveat(lang: Lang, c: crate::advice::remedies::Caveat) -> &'static str {
         (Lang::En, PrecomputePass) => "one pass over the dataset first",
         (Lang::En, WakeLatency) => "waking vLLM each step adds transfer time",
         (Lang::En, LessEngineCache) => "vLLM holds fewer sequences at once",
+        (Lang::En, NewerRelease) => "needs TRL 1.15 or newer (`pip install -U trl`)",
         (Lang::Zh, Quantized4bit) => "4 位权重：质量略有下降",
         (Lang::Zh, SmallerModel) => "模型更弱",
         (Lang::Zh, Truncation) => "会截断长样本",
@@ -1175,6 +1178,7 @@ pub fn caveat(lang: Lang, c: crate::advice::remedies::Caveat) -> &'static str {
         (Lang::Zh, PrecomputePass) => "训练前需先遍历一遍数据集",
         (Lang::Zh, WakeLatency) => "每步唤醒 vLLM 会增加传输时间",
         (Lang::Zh, LessEngineCache) => "vLLM 同时容纳的序列更少",
+        (Lang::Zh, NewerRelease) => "需要 TRL 1.15 或更新版本（`pip install -U trl`）",
     }
 }
 

@@ -28,6 +28,8 @@ pub enum Change {
     FlashAttention,
     /// Fused linear + cross-entropy loss (Liger kernel).
     FusedLoss,
+    /// SFT through TRL ≥ 1.15, whose `SFTTrainer` computes the loss with its fused LM head (no full logits).
+    TrlFusedHead,
     /// 8-bit AdamW (bitsandbytes).
     Optimizer8bit,
     /// LoRA instead of full fine-tuning.
@@ -112,6 +114,8 @@ pub enum Caveat {
     WakeLatency,
     /// A smaller engine share holds fewer sequences at once: slower generation.
     LessEngineCache,
+    /// Needs a newer library release than the one assumed.
+    NewerRelease,
 }
 
 impl Caveat {
@@ -133,6 +137,8 @@ impl Caveat {
             Caveat::LessEngineCache => 0.15,
             Caveat::FewerSamples => 0.3,
             Caveat::TruncatedCompletions => 0.4,
+            // An upgrade of one library, no change to the training itself.
+            Caveat::NewerRelease => 0.02,
         }
     }
 }
@@ -253,6 +259,20 @@ pub fn single_changes(form: &Form) -> Vec<(Change, Form, Vec<Caveat>)> {
             },
             vec![],
         );
+        // TRL's SFTTrainer from 1.15 on: the same job with the fused LM head (`loss::runs_trl_fused_head`).
+        if form.stack == crate::model::Stack::HfTrainer
+            && form.objective == crate::model::preference::Objective::Sft
+            && form.loss == LossImpl::Fp32Logits
+        {
+            add(
+                Change::TrlFusedHead,
+                Form {
+                    loss: LossImpl::TrlFusedHead,
+                    ..form.clone()
+                },
+                vec![Caveat::NewerRelease],
+            );
+        }
         if matches!(
             form.optimizer,
             Optimizer::Adamw | Optimizer::PagedAdamw | Optimizer::Adamw16
