@@ -9,29 +9,40 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Stack {
-    /// Plain PyTorch + transformers model code.
+    /// Plain PyTorch + transformers model code, outputs dropped before backward: the fake-tensor grids run
+    /// exactly this (`tests/golden_grid.rs`, `golden_peft.rs`, `golden_galore.rs`).
     #[default]
     Generic,
     /// A hand-written loop that keeps the model's outputs through backward (`outputs = model(**batch)`,
     /// `outputs.loss.backward()`): PEFT's method-comparison benchmark, most notebooks and custom trainers.
+    /// Confirmed by PEFT's benchmark loop on the oracle (`tests/golden_plain_loop.rs`).
     PlainLoop,
-    /// Hugging Face Trainer / TRL SFTTrainer with PEFT.
+    /// Hugging Face Trainer / TRL SFTTrainer with PEFT. Confirmed by TRL's own trainers on the oracle (SFT,
+    /// DPO, ORPO, SimPO, KTO, GRPO: `tests/golden_preference.rs`), with accelerate's bf16 wrapper.
     HfTrainer,
-    /// LLaMA-Factory.
+    /// LLaMA-Factory. Its trainer subclasses the HF Trainer over transformers' model code, which the grids
+    /// run; its own defaults (checkpointing on, no k-bit upcast) are read from its code, not run.
     LlamaFactory,
-    /// axolotl.
+    /// axolotl. Its trainer subclasses the HF Trainer over transformers' model code, which the grids run; its
+    /// defaults are read from its code, not run.
     Axolotl,
-    /// Unsloth.
+    /// Unsloth. Its Triton kernels and patched model code cannot run on fake tensors: its terms come from its
+    /// code (fused cross-entropy, offloaded checkpoints, no k-bit upcast).
     Unsloth,
-    /// torchtune.
+    /// torchtune. Confirmed by its own models, loss and single-device recipes on the oracle
+    /// (`tests/golden_torchtune.rs`).
     Torchtune,
-    /// Lightning litgpt.
+    /// Lightning litgpt. Confirmed by its own model and `finetune/lora.py` step on the oracle
+    /// (`tests/golden_litgpt.rs`).
     Litgpt,
-    /// ModelScope ms-swift.
+    /// ModelScope ms-swift. Its trainer subclasses the HF Trainer over transformers' model code, which the
+    /// grids run; its defaults are read from its code, not run.
     MsSwift,
-    /// DeepSpeed through accelerate / the HF Trainer.
+    /// DeepSpeed through accelerate / the HF Trainer. ZeRO's partitioning needs a process group over several
+    /// devices, which fake tensors do not give: its terms come from DeepSpeed's code.
     Deepspeed,
-    /// PyTorch FSDP through accelerate.
+    /// PyTorch FSDP through accelerate. Sharding needs a process group over several devices, which fake
+    /// tensors do not give: its terms come from PyTorch's and accelerate's code.
     Fsdp,
 }
 
