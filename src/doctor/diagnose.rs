@@ -305,8 +305,14 @@ impl<'a> Scan<'a> {
         let line = before.rsplit('\n').next().unwrap_or(before);
         let line = ascii_lower(line);
         let bytes = line.as_bytes();
-        line.match_indices("if ")
-            .any(|(j, _)| j == 0 || !bytes[j - 1].is_ascii_alphanumeric())
+        // An error printed after the clause ("… quit if disk full: Uncaught Exception: Error: ENOSPC …", a
+        // title pasted before its log on one line) is the error itself, not advice.
+        line.match_indices("if ").any(|(j, _)| {
+            let after = &line[j..];
+            (j == 0 || !bytes[j - 1].is_ascii_alphanumeric())
+                && !after.contains("error:")
+                && !after.contains("exception:")
+        })
     }
 
     /// The first occurrence of `needle` (lower-case) in `low` that is not inside advice, as a `flat` offset.
@@ -494,7 +500,9 @@ const RADV_BO_ALLOC: Rule = any(
 /// as the resource manager logs a failed check: "NVRM: nvCheckOkFailedNoLog: Check failed: Out of memory
 /// [NV_ERR_NO_MEMORY]" — the driver could not back a device allocation (on DGX Spark's GB10 and other
 /// unified-memory parts, out of the shared pool).
-const NVRM_NO_MEMORY: Rule = any(&["[nv_err_no_memory]"], Kind::Gpu, Source::CudaError);
+/// Where the kernel's OOM killer fired in the same paste (DGX Spark, Jetson: the driver's memory is the
+/// system's), the host rules decide instead.
+const NVRM_NO_MEMORY: Rule = check(nvrm_no_memory, Kind::Gpu, Source::CudaError);
 /// Inference engines' own out-of-memory wording, each from its source: SGLang's token and request pools
 /// (`managers/schedule_batch.py` `alloc_token_slots`: "Decode out of memory. Try to lower your batch size.",
 /// `alloc_req_slots` "… runs out of memory", `model_runner.py` "Not enough GPU memory for hybrid state
@@ -531,6 +539,11 @@ const ENGINE_OOM: Rule = any(
         "are available (after",
         "out of memory for virtual memory pool",
         "failed to cuda calloc",
+        // SGLang ≥ 0.5 (`model_executor/model_runner.py`): "Loaded weights leave no GPU memory for the KV cache
+        // under --mem-fraction-static=X".
+        "leave no gpu memory for the kv cache",
+        // The Chinese word for "not enough video memory", as Chinese-language runtimes and logs print it.
+        "显存不足",
     ],
     Kind::Gpu,
     Source::Vllm,
@@ -789,6 +802,10 @@ const OPENCV_ALLOC: Rule = any(
     Kind::Host,
     Source::OpenCv,
 );
+/// The same OpenCV message asking for more than 64 TiB, beyond any single machine's RAM (the largest servers
+/// hold 32 TiB): a size computed wrong, not memory.
+const OPENCV_ABSURD: Rule =
+    check(opencv_absurd, Kind::NotMemory, Source::OpenCv).with(Hint::ImpossibleSize);
 /// cuBLAS `cublas_api.h` `CUBLAS_STATUS_ALLOC_FAILED`: the handle or workspace could not be allocated.
 const CUBLAS_ALLOC: Rule = any(&["cublas_status_alloc_failed"], Kind::Gpu, Source::Cublas);
 /// cuDNN `CUDNN_STATUS_ALLOC_FAILED` and `CUDNN_STATUS_NOT_ENOUGH_WORKSPACE` (cudnn status codes).
@@ -1105,6 +1122,10 @@ const DATASETS_DISK: Rule = any(&["not enough disk space"], Kind::Disk, Source::
 const STORE_DISK: Rule = any(
     &[
         "outofdiskerror",
+        // wandb's `DiskQuotaError` (EDQUOT writing its staging files); SageMaker's training-job failure
+        // reason "Artifact upload failed:Insufficient disk space".
+        "diskquotaerror",
+        "insufficient disk space",
         "the node was low on resource: ephemeral-storage",
     ],
     Kind::Disk,
@@ -1217,6 +1238,21 @@ const OOM_KILLER: Rule = any(
         // (`cpu_allocator.cc`): "Fail to alloc memory of N size".
         "not enough host memory",
         "host out of memory",
+        // LLVM's `report_bad_alloc_error` (Triton, TorchInductor, Mesa compiling on the host): "LLVM ERROR: out
+        // of memory".
+        "llvm error: out of memory",
+        // jetson-utils (`cudaMappedMemory.h`): "cudaAllocMapped() failed to allocate memory" — mapped, pinned
+        // host memory; the kernel's contiguous memory allocator, "cma_alloc: … alloc failed".
+        "cudaallocmapped() failed to allocate memory",
+        "cma_alloc: linux,cma: alloc failed",
+        // The kernel's kill report ("Killed process N (…) total-vm:…kB, anon-rss:…kB") quoted by its field;
+        // macOS jetsam's kill reasons ("vm-pageshortage", "vm-compressor-space-shortage").
+        "anon-rss",
+        "vm-compressor-space-shortage",
+        "vm-pageshortage",
+        // A user's own "run out of RAM" / "ran out of RAM": RAM is the host's.
+        "run out of ram",
+        "ran out of ram",
         "ggml_malloc: failed to allocate",
         "in object store because it is full",
         "fail to alloc memory of",
@@ -1252,8 +1288,9 @@ const SIGKILL_PHRASES: &[&str] = &[
     "exited with code 137",
     "exit status 137",
     "exit code (137)",
-    // A task runner's "exit with status code 137" (Taskcluster's worker, CI launchers).
+    // A task runner's "exit with status code 137" (Taskcluster's worker, CI launchers); "exit with code 137".
     "status code 137",
+    "exit with code 137",
     // Kubernetes' container status (`ContainerStateTerminated.exitCode`) and KServe's `lastFailureInfo`
     // in YAML: "exitCode: 137".
     "exitcode: 137",
@@ -1381,6 +1418,10 @@ const NOTEBOOK_OOM_CLASS: Rule = any(
     Kind::Gpu,
     Source::PytorchCuda,
 );
+/// PyTorch's device out-of-memory named by its class alone, as people quote it ("a false `OutOfMemoryError`",
+/// "a Cuda OutOfMemory error"): after Java's, Ray's and the other runtimes' classes of that name (earlier
+/// rules), the name is torch's, which device allocators raise.
+const TORCH_OOM_NAME: Rule = check(torch_oom_name, Kind::Gpu, Source::PytorchCuda);
 /// TensorFlow's `ResourceExhaustedError` with its OOM line cut off (after the disk rules: a full disk raises
 /// it too).
 const TF_EXHAUSTED: Rule = any(&["resourceexhaustederror"], Kind::Gpu, Source::Tensorflow);
@@ -1941,6 +1982,14 @@ const ORT_BUFFER_SHAPE: Rule = any(
 /// … error   : Instruction 'tensormap.replace' not supported on .target 'sm_120'", "ptxas fatal   : …". A
 /// build failure, not a memory problem (ptxas's own register and shared-memory limits are compile errors too).
 const PTXAS_ERROR: Rule = check(ptxas_error, Kind::NotMemory, Source::NoKernelImage);
+/// The dynamic loader refusing a compiled extension built against another release ("….so: undefined symbol:
+/// _ZN3c10…", flash-attn or a CUDA extension against a different torch): a build mismatch.
+const UNDEFINED_SYMBOL: Rule = any(
+    &[".so: undefined symbol"],
+    Kind::NotMemory,
+    Source::NoKernelImage,
+)
+.with(Hint::WrongBuild);
 /// The TPU held by another process or not reachable: TensorFlow/XLA `tpu_initializer_helper.cc` (libtpu's
 /// loader) "libtpu.so already in use by another process … Not attempting to load libtpu.so in this process",
 /// JAX's "Unable to initialize backend 'tpu': ABORTED: The TPU is already in use by process with pid N", and
@@ -2149,6 +2198,18 @@ const DEVICE_FAULTS: Rule = any(
         "nvml_success == r internal assert failed",
         "during cuda graph capture unless the cpu tensor is pinned",
         "token_to_kv_pool_allocator memory leak detected",
+        // The NVIDIA driver's Xid 79 ("NVRM: … has fallen off the bus"), nvidia-smi's "GPU is lost. Reboot the
+        // system to recover this GPU", and macOS's IOGPU panic "completeMemory() prepare count underflow".
+        "fallen off the bus",
+        "gpu is lost",
+        "prepare count underflow",
+        // XLA's launch failure on the GPU: "INTERNAL: the function failed to launch on the GPU".
+        "failed to launch on the gpu",
+        // PyTorch's size overflow (`c10/core/StorageImpl`): "Storage size calculation overflowed".
+        "storage size calculation overflowed",
+        // TurboMind's own assertions (`src/turbomind/utils/cuda_utils.h` `FT_CHECK`): "[TM][ERROR] Assertion
+        // fail: <file>:<line>".
+        "[tm][error] assertion fail",
     ],
     Kind::NotMemory,
     Source::CudaError,
@@ -2185,6 +2246,7 @@ const RULES: &[Rule] = &[
     HEAVYDB_GPU,
     HEAVYDB_CPU,
     SOPHON_GMEM,
+    OPENCV_ABSURD,
     OPENCV_ALLOC,
     CUBLAS_ALLOC,
     CUDNN_ALLOC,
@@ -2286,6 +2348,7 @@ const RULES: &[Rule] = &[
     KERNEL_RESTART_RAM,
     TORCH_OOM_CLASS,
     NOTEBOOK_OOM_CLASS,
+    TORCH_OOM_NAME,
     TF_EXHAUSTED,
     LOADER_EXITED,
     CUDA_NEAR_OOM,
@@ -2324,6 +2387,7 @@ const RULES: &[Rule] = &[
     GGML_CONTEXT_POOL,
     MLX_RESOURCE_LIMIT,
     PTXAS_ERROR,
+    UNDEFINED_SYMBOL,
     DEVICE_FAULTS,
     TPU_BUSY,
     SIGILL,
@@ -2600,8 +2664,10 @@ fn killed_line(s: &Scan) -> Option<usize> {
         }
         // zsh's report of a foreground job (`Src/jobs.c`, SIGKILL's name from `signames`): "zsh: killed  cmd".
         // A spinner or progress line that zsh's report overwrote: "importing safetensors model ⠧ zsh: killed  cmd".
-        if low == "zsh: killed" || low.starts_with("zsh: killed ") || low.contains(" zsh: killed ")
-        {
+        let zsh_after_bar = low
+            .match_indices("zsh: killed ")
+            .any(|(i, _)| low[..i].ends_with([' ', ']', '|', '%']));
+        if low == "zsh: killed" || low.starts_with("zsh: killed ") || zsh_after_bar {
             return Some(here);
         }
         // Right after a progress bar or a shell prompt: "…it/s]Killed", "… 0% 。。。 Killed", "$  Killed".
@@ -2791,6 +2857,35 @@ fn sglang_tokens_left(s: &Scan) -> Option<usize> {
     (left >= asked).then_some(at)
 }
 
+/// [`TORCH_OOM_NAME`]: "OutOfMemoryError" standing alone (not `java.lang.`/`ray.exceptions.` and the like, a
+/// word of its own) or "CUDA OutOfMemory".
+fn torch_oom_name(s: &Scan) -> Option<usize> {
+    if let Some(i) = s.find("cuda outofmemory") {
+        return Some(s.orig(i));
+    }
+    s.low
+        .match_indices("outofmemoryerror")
+        .map(|(i, _)| i)
+        .find(|&i| {
+            let before = s.low[..i].chars().next_back();
+            // A source line quoted in a traceback ("raise OutOfMemoryError", "except OutOfMemoryError:")
+            // names the class without raising it.
+            let code = ["raise", "except", "import", "class", "def", "isinstance("]
+                .iter()
+                .any(|w| s.low[..i].trim_end().ends_with(w));
+            before.is_none_or(|c| !c.is_alphanumeric() && c != '.' && c != '_')
+                && !code
+                && !s.conditional(i)
+        })
+        .map(|i| s.orig(i))
+}
+
+/// [`NVRM_NO_MEMORY`]: the driver's `NV_ERR_NO_MEMORY` without the kernel's OOM killer beside it.
+fn nvrm_no_memory(s: &Scan) -> Option<usize> {
+    let at = s.find("[nv_err_no_memory]")?;
+    (!s.has("invoked oom-killer") && !s.has("out of memory: killed process")).then_some(at)
+}
+
 /// [`TINYGRAD_DEVICE`]: tinygrad's "no memory is available" beside one of its device runtimes' frames.
 fn tinygrad_device_oom(s: &Scan) -> Option<usize> {
     let at = s.low.find("bytes: no memory is available")?;
@@ -2882,6 +2977,19 @@ fn vk_allocate_device_code(s: &Scan) -> Option<usize> {
             .any(|c| w.contains(c))
         })
         .map(|i| s.orig(i))
+}
+
+/// [`OPENCV_ABSURD`]: OpenCV's "Failed to allocate N bytes" with N over 64 TiB.
+fn opencv_absurd(s: &Scan) -> Option<usize> {
+    const KEY: &str = "(-4:insufficient memory) failed to allocate";
+    let at = s.find(KEY)?;
+    let digits: String = s.low[at + KEY.len()..]
+        .trim_start()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    let n: f64 = digits.parse().ok()?;
+    (n > 70_368_744_177_664.0).then_some(at)
 }
 
 /// [`PADDLE_ABSURD`]: Paddle's "Cannot allocate X" with X of a petabyte or more.
@@ -3082,8 +3190,12 @@ fn size_after_colon(text: &str, lower: &str, phrase: &str) -> Option<f64> {
 
 /// The size that ends right before the first occurrence of `phrase` ("15.78 GiB total capacity").
 fn size_before(text: &str, lower: &str, phrase: &str) -> Option<f64> {
-    let end = lower.find(phrase)?;
-    let head = text[..end].trim_end();
+    size_ending_at(text, lower.find(phrase)?)
+}
+
+/// The size (number and unit) that ends at byte `end` of `text` (see [`size_before`]).
+fn size_ending_at(text: &str, end: usize) -> Option<f64> {
+    let head = text.get(..end)?.trim_end();
     // Walk back over the unit and the number.
     let start = head
         .char_indices()
@@ -3252,6 +3364,20 @@ fn size_after_unwrapped(text: &str, lower: &str, squeezed: &str) -> Option<f64> 
     parse_size(&text[*ends.get(at - 1)?..])
 }
 
+/// [`size_before`] for a phrase that a line wrap may have cut inside a word: `squeezed` is the phrase without
+/// spaces, matched on the text without them.
+fn size_before_unwrapped(text: &str, lower: &str, squeezed: &str) -> Option<f64> {
+    let mut packed = String::with_capacity(lower.len());
+    let mut starts = Vec::with_capacity(lower.len());
+    for (i, c) in lower.char_indices() {
+        if c != ' ' {
+            packed.push(c);
+            starts.extend(std::iter::repeat_n(i, c.len_utf8()));
+        }
+    }
+    size_ending_at(text, *starts.get(packed.find(squeezed)?)?)
+}
+
 /// Paddle's `PADDLE_ENFORCE_LE(allocating, available)`: "… failed, A > B" or "received allocating:A >
 /// available:B" (bytes): (allocating, available).
 fn paddle_enforce_pair(text: &str, lower: &str) -> Option<(f64, f64)> {
@@ -3325,7 +3451,9 @@ fn numbers(text: &str, lower: &str, source: Source) -> Numbers {
             .or_else(|| size_before(text, lower, "already allocated"))
             .or_else(|| size_after(text, lower, "mps allocated:"))
             .or_else(|| size_after_colon(text, lower, "currently allocated")),
-        reserved_gib: size_before(text, lower, "reserved in total by pytorch"),
+        reserved_gib: size_before(text, lower, "reserved in total by pytorch")
+            // The same clause with a word cut by a fixed-width wrap ("reserved i\nn total by PyTorch").
+            .or_else(|| size_before_unwrapped(text, lower, "reservedintotalbypytorch")),
         // "…, and X is reserved by PyTorch but unallocated" (vLLM builds add ", with Y allocated in private
         // pools (e.g., CUDA Graphs)" before it).
         reserved_unallocated_gib: size_before(
@@ -3852,6 +3980,29 @@ mod tests {
             ("RuntimeError: NVML_SUCCESS == r INTERNAL ASSERT FAILED at \"CUDACachingAllocator.cpp\":830", NotMemory),
             ("llama_model_load: error loading model: tensor 'blk.47.ffn_down.weight' data is not within the file bounds", NotMemory),
             ("Loaded runtime CuDNN library: 9.5.1 but source was compiled with: 9.8.0.  CuDNN library needs to have matching major version", NotMemory),
+            ("ValueError: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.88.", Gpu),
+            ("训练到第九个 epoch 时出现显存不足", Gpu),
+            ("any attempt to allocate a tensor on XPU fails with an `OutOfMemoryError`", Gpu),
+            ("I run into a Cuda OutOfMemory error when running test_inference.py", Gpu),
+            ("NVRM: Check failed: Out of memory [NV_ERR_NO_MEMORY]\nVLLM::Worker_TP invoked oom-killer: gfp_mask=0x102cc2", Host),
+            ("LLVM ERROR: out of memory", Host),
+            ("Exception: jetson.utils -- cudaAllocMapped() failed to allocate memory", Host),
+            ("kernel: cma: cma_alloc: linux,cma: alloc failed, req-size: 62864 pages, ret: -12", Host),
+            ("dmesg showed anon-rss climbing to 34.9 GB on one worker", Host),
+            ("the process was killed under vm-compressor-space-shortage", Host),
+            ("the container exit with code 137", Host),
+            ("  0%|          | 0/2 [00:00<?, ?it/s]zsh: killed     python txt2image.py", Host),
+            ("DiskQuotaError: [Errno 122] Disk quota exceeded", Disk),
+            ("ClientError: Artifact upload failed:Insufficient disk space", Disk),
+            ("App quit without notice if disk full: Uncaught Exception: Error: ENOSPC: no space left on device, write", Disk),
+            ("error: (-4:Insufficient memory) Failed to allocate 117094104464640 bytes in function 'OutOfMemoryError'", NotMemory),
+            ("NVRM: The NVIDIA GPU 0000:b3:00.0 has fallen off the bus and is not responding to commands.", NotMemory),
+            ("Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost. Reboot the system to recover this GPU", NotMemory),
+            ("\"completeMemory() prepare count underflow\" @IOGPUMemory.cpp:550", NotMemory),
+            ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: the function failed to launch on the GPU", NotMemory),
+            ("RuntimeError: Storage size calculation overflowed with sizes=[-2139761793]", NotMemory),
+            ("RuntimeError: [TM][ERROR]  Assertion fail: /lmdeploy/src/turbomind/triton_backend/llama/LlamaTritonModel.cc:384", NotMemory),
+            ("ImportError: flash_attn_2_cuda.cpython-311-x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi", NotMemory),
         ];
         for (text, kind) in cases {
             assert_eq!(diagnose(text, None).kind, *kind, "{text}");
@@ -4297,6 +4448,16 @@ mod tests {
         near(parse_size("4000000000 bytes"), 4e9 / GIB);
         assert_eq!(parse_size("lots"), None);
         assert_eq!(parse_size(""), None);
+    }
+
+    /// PyTorch's reserved figure with "in" cut by a fixed-width wrap ("reserved i\nn total by PyTorch").
+    #[test]
+    fn reserved_figure_across_a_wrap() {
+        let d = diagnose(
+            "RuntimeError: CUDA out of memory. Tried to allocate 456.00 MiB (GPU 0; 5.80 GiB\ntotal capacity; 3.24 GiB already allocated; 420.88 MiB free; 3.66 GiB reserved i\nn total by PyTorch)",
+            None,
+        );
+        near(d.numbers.reserved_gib, 3.66);
     }
 
     #[test]
