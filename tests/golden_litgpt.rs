@@ -7,12 +7,14 @@
 //! mechanism; they are printed and held to no tolerance. Every other job must be within 3%.
 #![cfg(not(target_arch = "wasm32"))]
 
+#[path = "support/oracle_grid.rs"]
+mod oracle_grid;
+
 use serde_json::Value;
 use vramfit::catalog;
 use vramfit::model::*;
 
 const GRID: &str = include_str!("data/golden-litgpt.jsonl");
-const GIB: f64 = 1_073_741_824.0;
 const TOLERANCE_PCT: f64 = 3.0;
 
 /// `(id pattern, mechanism)`: jobs whose miss is explained, not tolerated.
@@ -71,17 +73,9 @@ fn job_of(rec: &Value) -> Job {
     job
 }
 
-fn records() -> Vec<Value> {
-    GRID.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|r| r.get("error").is_none())
-        .collect()
-}
-
 #[test]
 fn trainable_parameters_match_litgpt() {
-    let recs = records();
+    let recs = oracle_grid::records(GRID);
     assert!(recs.len() >= 15, "only {} jobs", recs.len());
     for rec in &recs {
         // litgpt's own model code has no fused projections to adapt as one (`Stack::runs_own_model_code`).
@@ -94,31 +88,5 @@ fn trainable_parameters_match_litgpt() {
 
 #[test]
 fn peak_allocated_matches_litgpt_on_the_oracle() {
-    let mut misses = Vec::new();
-    let mut abs = Vec::new();
-    for rec in records() {
-        let id = rec["id"].as_str().unwrap();
-        let oracle = rec["peak_allocated_bytes"].as_f64().unwrap();
-        let e = estimate(&job_of(&rec));
-        let err = (e.peak_allocated - oracle) / oracle * 100.0;
-        abs.push(err.abs());
-        let gap = KNOWN_GAPS.iter().find(|(k, _)| id.contains(k));
-        println!(
-            "{id:40} oracle {:8.3} GiB  vramfit {:8.3} GiB  {err:+6.1}%{}",
-            oracle / GIB,
-            e.peak_allocated / GIB,
-            gap.map_or(String::new(), |(_, why)| format!("  (known: {why})"))
-        );
-        if gap.is_none() && err.abs() > TOLERANCE_PCT {
-            misses.push(format!("{id}: {err:+.1}%"));
-        }
-    }
-    abs.sort_by(f64::total_cmp);
-    println!(
-        "golden litgpt: n={} median_abs_pct={:.2} max_abs_pct={:.2}",
-        abs.len(),
-        abs[abs.len() / 2],
-        abs.last().copied().unwrap_or(0.0)
-    );
-    assert!(misses.is_empty(), "{}", misses.join("\n"));
+    oracle_grid::hold_peaks("litgpt", GRID, job_of, KNOWN_GAPS, TOLERANCE_PCT);
 }

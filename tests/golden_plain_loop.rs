@@ -6,12 +6,14 @@
 //! within 3%.
 #![cfg(not(target_arch = "wasm32"))]
 
+#[path = "support/oracle_grid.rs"]
+mod oracle_grid;
+
 use serde_json::Value;
 use vramfit::catalog;
 use vramfit::model::*;
 
 const GRID: &str = include_str!("data/golden-plain-loop.jsonl");
-const GIB: f64 = 1_073_741_824.0;
 const TOLERANCE_PCT: f64 = 3.0;
 
 fn job_of(rec: &Value) -> Job {
@@ -72,17 +74,9 @@ fn job_of(rec: &Value) -> Job {
     job
 }
 
-fn records() -> Vec<Value> {
-    GRID.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|r| r.get("error").is_none())
-        .collect()
-}
-
 #[test]
 fn trainable_parameters_match_peft() {
-    let recs = records();
+    let recs = oracle_grid::records(GRID);
     assert!(recs.len() >= 8, "only {} jobs", recs.len());
     for rec in &recs {
         let (job, _) = normalize::normalize(&job_of(rec));
@@ -98,29 +92,5 @@ fn trainable_parameters_match_peft() {
 
 #[test]
 fn peak_allocated_matches_the_oracle_with_outputs_kept() {
-    let mut misses = Vec::new();
-    let mut abs = Vec::new();
-    for rec in records() {
-        let id = rec["id"].as_str().unwrap();
-        let oracle = rec["peak_allocated_bytes"].as_f64().unwrap();
-        let e = estimate(&job_of(&rec));
-        let err = (e.peak_allocated - oracle) / oracle * 100.0;
-        abs.push(err.abs());
-        println!(
-            "{id:45} oracle {:8.3} GiB  vramfit {:8.3} GiB  {err:+6.1}%",
-            oracle / GIB,
-            e.peak_allocated / GIB
-        );
-        if err.abs() > TOLERANCE_PCT {
-            misses.push(format!("{id}: {err:+.1}%"));
-        }
-    }
-    abs.sort_by(f64::total_cmp);
-    println!(
-        "golden plain loop: n={} median_abs_pct={:.2} max_abs_pct={:.2}",
-        abs.len(),
-        abs[abs.len() / 2],
-        abs[abs.len() - 1]
-    );
-    assert!(misses.is_empty(), "beyond {TOLERANCE_PCT}%: {misses:?}");
+    oracle_grid::hold_peaks("plain loop", GRID, job_of, &[], TOLERANCE_PCT);
 }
