@@ -59,31 +59,18 @@ fn job_of(rec: &Value) -> Job {
         dropout: lora["dropout"].as_f64().unwrap_or(0.0) > 0.0,
         ..Lora::default()
     };
-    job.micro_batch = rec["batch_size"].as_u64().unwrap() as u32;
-    job.seq_len = rec["seq_len"].as_u64().unwrap() as u32;
-    job.grad_accum = 1;
-    job.variable_lengths = false;
-    job.checkpointing = if rec["gradient_checkpointing"].as_bool() == Some(true) {
-        Checkpointing::Layer
-    } else {
-        Checkpointing::Off
-    };
-    job.attention = AttentionImpl::Sdpa;
-    job.gpus = 1;
+    oracle_grid::one_gpu_shape(
+        &mut job,
+        &rec["batch_size"],
+        &rec["seq_len"],
+        &rec["gradient_checkpointing"],
+    );
     job
 }
 
 #[test]
 fn trainable_parameters_match_litgpt() {
-    let recs = oracle_grid::records(GRID);
-    assert!(recs.len() >= 15, "only {} jobs", recs.len());
-    for rec in &recs {
-        // litgpt's own model code has no fused projections to adapt as one (`Stack::runs_own_model_code`).
-        let (job, _) = normalize::normalize(&job_of(rec));
-        let (trainable, _) = adapters::trainable(&job, &job.arch.params());
-        let built = rec["params_trainable"].as_f64().unwrap();
-        assert_eq!(trainable, built, "{}", rec["id"]);
-    }
+    oracle_grid::hold_trainable(GRID, job_of, 15);
 }
 
 #[test]

@@ -60,34 +60,18 @@ fn job_of(rec: &Value) -> Job {
             ..Lora::default()
         };
     }
-    job.micro_batch = j["batch_size"].as_u64().unwrap() as u32;
-    job.seq_len = j["seq_len"].as_u64().unwrap() as u32;
-    job.grad_accum = 1;
-    job.variable_lengths = false;
-    job.checkpointing = if j["gradient_checkpointing"].as_bool() == Some(true) {
-        Checkpointing::Layer
-    } else {
-        Checkpointing::Off
-    };
-    job.attention = AttentionImpl::Sdpa;
-    job.gpus = 1;
+    oracle_grid::one_gpu_shape(
+        &mut job,
+        &j["batch_size"],
+        &j["seq_len"],
+        &j["gradient_checkpointing"],
+    );
     job
 }
 
 #[test]
 fn trainable_parameters_match_peft() {
-    let recs = oracle_grid::records(GRID);
-    assert!(recs.len() >= 8, "only {} jobs", recs.len());
-    for rec in &recs {
-        let (job, _) = normalize::normalize(&job_of(rec));
-        let (trainable, _) = adapters::trainable(&job, &job.arch.params());
-        assert_eq!(
-            trainable,
-            rec["params_trainable"].as_f64().unwrap(),
-            "{}",
-            rec["id"]
-        );
-    }
+    oracle_grid::hold_trainable(GRID, job_of, 8);
 }
 
 #[test]

@@ -76,30 +76,18 @@ fn job_of(rec: &Value) -> Job {
         // Stepped after backward, AdamW is foreach (PyTorch's CUDA default) and allocates its temporaries.
         job.optimizer_step_temp = !in_bwd;
     }
-    job.micro_batch = rec["batch_size"].as_u64().unwrap() as u32;
-    job.seq_len = rec["seq_len"].as_u64().unwrap() as u32;
-    job.grad_accum = 1;
-    job.variable_lengths = false;
-    job.checkpointing = if rec["gradient_checkpointing"].as_bool() == Some(true) {
-        Checkpointing::Layer
-    } else {
-        Checkpointing::Off
-    };
-    job.attention = AttentionImpl::Sdpa;
-    job.gpus = 1;
+    oracle_grid::one_gpu_shape(
+        &mut job,
+        &rec["batch_size"],
+        &rec["seq_len"],
+        &rec["gradient_checkpointing"],
+    );
     job
 }
 
 #[test]
 fn trainable_parameters_match_torchtune() {
-    let recs = oracle_grid::records(GRID);
-    assert!(recs.len() >= 35, "only {} jobs", recs.len());
-    for rec in &recs {
-        let (job, _) = normalize::normalize(&job_of(rec));
-        let (trainable, _) = adapters::trainable(&job, &job.arch.params());
-        let built = rec["params_trainable"].as_f64().unwrap();
-        assert_eq!(trainable, built, "{}", rec["id"]);
-    }
+    oracle_grid::hold_trainable(GRID, job_of, 35);
 }
 
 #[test]

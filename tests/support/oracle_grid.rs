@@ -54,3 +54,37 @@ pub fn hold_peaks(
     );
     assert!(misses.is_empty(), "beyond {tolerance_pct}%: {misses:?}");
 }
+
+/// Fails unless PEFT's (or the stack's) trainable-parameter count of every record, `params_trainable`, is
+/// vramfit's exactly; and unless the grid holds at least `at_least` records.
+pub fn hold_trainable(grid: &str, job_of: impl Fn(&Value) -> Job, at_least: usize) {
+    let recs = records(grid);
+    assert!(recs.len() >= at_least, "only {} jobs", recs.len());
+    for rec in &recs {
+        let (job, _) = vramfit::model::normalize::normalize(&job_of(rec));
+        let (trainable, _) = vramfit::model::adapters::trainable(&job, &job.arch.params());
+        assert_eq!(
+            trainable,
+            rec["params_trainable"].as_f64().unwrap(),
+            "{}",
+            rec["id"]
+        );
+    }
+}
+
+/// One GPU, one unpadded micro-batch of `batch` × `seq` tokens per step, SDPA, checkpointing per layer when
+/// `checkpointing`: the shape every oracle job runs.
+pub fn one_gpu_shape(job: &mut Job, batch: &Value, seq: &Value, checkpointing: &Value) {
+    use vramfit::model::{AttentionImpl, Checkpointing};
+    job.micro_batch = batch.as_u64().unwrap() as u32;
+    job.seq_len = seq.as_u64().unwrap() as u32;
+    job.grad_accum = 1;
+    job.variable_lengths = false;
+    job.checkpointing = if checkpointing.as_bool() == Some(true) {
+        Checkpointing::Layer
+    } else {
+        Checkpointing::Off
+    };
+    job.attention = AttentionImpl::Sdpa;
+    job.gpus = 1;
+}
