@@ -200,6 +200,35 @@ pub fn trl_fused_head_bytes(job: &Job, s: &Shapes) -> f64 {
 mod tests {
     use super::*;
 
+    /// TRL's fused head for SFT (TRL ≥ 1.15) on Llama-3.2-1B (hidden 2048), LoRA, 2 × 1024 tokens: the
+    /// 2048 × 32768 tile in 16-bit, 134,217,728 B, and the hidden states with their fp32 gradient and its cast,
+    /// 2048 × 2048 × 8 = 33,554,432 B; the frozen head has no gradient. ORPO, which TRL computes without the
+    /// head, keeps the full logits under the same loss setting.
+    #[test]
+    fn trl_fused_head_for_sft() {
+        let job = Job {
+            arch: crate::model::catalog_arch("llama-3.2-1b"),
+            mode: crate::model::Mode::Lora,
+            stack: crate::model::Stack::HfTrainer,
+            micro_batch: 2,
+            seq_len: 1024,
+            loss: LossImpl::TrlFusedHead,
+            ..Job::default()
+        };
+        let s = Shapes::of(&job);
+        assert!(runs_trl_fused_head(&job));
+        assert_eq!(loss_bytes(&job, &s), 134_217_728.0 + 33_554_432.0);
+        let orpo = Job {
+            objective: Objective::Orpo,
+            ..job.clone()
+        };
+        assert!(!runs_trl_fused_head(&orpo));
+        assert_eq!(
+            loss_bytes(&orpo, &Shapes::of(&orpo)),
+            12.0 * 2048.0 * 128_256.0
+        );
+    }
+
     /// Llama-3.2-1B (vocabulary 128256), 2 × 1024 tokens, fp32 loss: 12 B × 2048 × 128256 = 2.94 GiB.
     #[test]
     fn fp32_loss_of_llama_1b() {
