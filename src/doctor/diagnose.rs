@@ -309,7 +309,10 @@ impl<'a> Scan<'a> {
         // title pasted before its log on one line) is the error itself, not advice.
         line.match_indices("if ").any(|(j, _)| {
             let after = &line[j..];
+            // A parenthetical "(if applicable)" closes before the phrase.
+            let closed = j > 0 && bytes[j - 1] == b'(' && after.contains(')');
             (j == 0 || !bytes[j - 1].is_ascii_alphanumeric())
+                && !closed
                 && !after.contains("error:")
                 && !after.contains("exception:")
         })
@@ -407,7 +410,11 @@ const PT_MPS: Rule = any(
 /// PyTorch `c10/cuda/CUDACachingAllocator.cpp`: "CUDA out of memory. Tried to allocate …" (also inside the
 /// wrappers of vLLM "CUDA out of memory occurred when warming up sampler" and SGLang "Capture cuda graph
 /// failed: CUDA out of memory").
-const PT_CUDA: Rule = any(&["cuda out of memory"], Kind::Gpu, Source::PytorchCuda);
+const PT_CUDA: Rule = any(
+    &["cuda out of memory", "cuda out-of-memory"],
+    Kind::Gpu,
+    Source::PytorchCuda,
+);
 /// The same allocator's message with its first words cut off: "Tried to allocate X (GPU 0; Y total capacity;
 /// Z already allocated; …)" (≤ 2.0) or "Tried to allocate X. GPU 0 has a total capacity of Y …" (≥ 2.1).
 const PT_CUDA_TAIL: Rule = check(pytorch_tail, Kind::Gpu, Source::PytorchCuda);
@@ -533,7 +540,6 @@ const ENGINE_OOM: Rule = any(
         "no enough free memory blocks",
         "cache out of memory, no request can be admitted",
         "can't allocate new blocks. no free blocks left",
-        "insufficient memory - required allocations",
         "memory layout cannot be allocated with num_gpu",
         "insufficient memory for image generation",
         "are available (after",
@@ -542,6 +548,9 @@ const ENGINE_OOM: Rule = any(
         // SGLang ≥ 0.5 (`model_executor/model_runner.py`): "Loaded weights leave no GPU memory for the KV cache
         // under --mem-fraction-static=X".
         "leave no gpu memory for the kv cache",
+        // SGLang's decode retraction (`managers/schedule_batch.py` `retract_decode`): "No space left for only
+        // one request, … available_size()=0" — the KV pool, not a disk.
+        "no space left for only one request",
         // The Chinese word for "not enough video memory", as Chinese-language runtimes and logs print it.
         "显存不足",
     ],
@@ -554,6 +563,11 @@ const ENGINE_OOM: Rule = any(
 /// or leak bug), not a full pool: not memory.
 const SGLANG_TOKENS: Rule = check(sglang_token_pool, Kind::Gpu, Source::Sglang);
 const SGLANG_TOKENS_FREE: Rule = check(sglang_tokens_left, Kind::NotMemory, Source::Sglang);
+/// Ollama's scheduler (`ml/device.go` `ErrNoMem`): "insufficient memory - required allocations: {…
+/// GPUs:[…]}" — the GPUs' memory, or the host's when the list of GPUs is empty (`GPUs:[]`: every layer on
+/// the CPU).
+const OLLAMA_NO_MEM: Rule = check(ollama_no_mem_gpu, Kind::Gpu, Source::Ollama);
+const OLLAMA_NO_MEM_CPU: Rule = check(ollama_no_mem_cpu, Kind::Host, Source::Ollama);
 /// AMD's MIOpen (`src/hip/handlehip.cpp`, `Handle::Create` / workspace allocation): "Memory not available to
 /// allocate buffer: N" — `hipMalloc` refused a device buffer.
 const MIOPEN_ALLOC: Rule = any(
@@ -1122,6 +1136,15 @@ const DATASETS_DISK: Rule = any(&["not enough disk space"], Kind::Disk, Source::
 const STORE_DISK: Rule = any(
     &[
         "outofdiskerror",
+        // Quotas as tools word them: "OS disk quota error", CodaLab's "Requested more disk (X) than user disk
+        // quota left (Y)"; "No Space left on the device" (wandb's CLI).
+        "disk quota error",
+        "than user disk quota left",
+        "no space left on the device",
+        "disk quota is exceeded",
+        // dmlc-core's file stream (`src/io/local_filesys.cc`): "FileStream.Write incomplete" — a short
+        // `fwrite`, the disk full while MXNet or XGBoost saves.
+        "filestream.write incomplete",
         // wandb's `DiskQuotaError` (EDQUOT writing its staging files); SageMaker's training-job failure
         // reason "Artifact upload failed:Insufficient disk space".
         "diskquotaerror",
@@ -1250,9 +1273,12 @@ const OOM_KILLER: Rule = any(
         "anon-rss",
         "vm-compressor-space-shortage",
         "vm-pageshortage",
-        // A user's own "run out of RAM" / "ran out of RAM": RAM is the host's.
+        // A user's own "run out of RAM" / "ran out of RAM": RAM is the host's. Chinese "被kill" / "被杀死"
+        // ("was killed"), as users report the OOM killer's SIGKILL.
         "run out of ram",
         "ran out of ram",
+        "被kill",
+        "被杀死",
         "ggml_malloc: failed to allocate",
         "in object store because it is full",
         "fail to alloc memory of",
@@ -1580,6 +1606,9 @@ const WRONG_DEVICE: Rule = any(
     &[
         "expected all tensors to be on the same device",
         "is not on the expected device",
+        // PyTorch's MPS backend (`aten/src/ATen/native/mps/OperationUtils.mm`): "Placeholder storage has not
+        // been allocated on MPS device!" — a tensor left on the CPU.
+        "placeholder storage has not been allocated on mps device",
     ],
     Kind::NotMemory,
     Source::WrongDevice,
@@ -1738,7 +1767,11 @@ const SEGFAULT: Rule = any(
     &[
         "segmentation fault",
         "sigsegv",
-        // torch.distributed.elastic's report of a child killed by SIGSEGV (`multiprocessing/api.py`).
+        // torch.distributed.elastic's report of a child killed by SIGSEGV (`multiprocessing/api.py`);
+        // DeepSpeed's launcher (`launcher/launch.py`): "exits with return code = -11"; the DataLoader's
+        // "is killed by signal: Aborted." (SIGABRT).
+        "return code = -11",
+        "is killed by signal: aborted",
         "exitcode: -11)",
         "exitcode: -11 ",
         "exitcode : -11 ",
@@ -2165,6 +2198,7 @@ const SHARED_TENSORS_SAVE: Rule = any(
 const NOT_EXHAUSTION: Rule = any(
     &[
         "probability tensor contains either `inf`, `nan` or element < 0",
+        "probability tensor contains either inf, nan or element < 0",
         "negative malloc size",
         "there was an overflow in the <class 'pyarrow.lib.listarray'>",
         "mmap failed: no such device",
@@ -2174,6 +2208,10 @@ const NOT_EXHAUSTION: Rule = any(
         "array cannot contain more than 2147483646 bytes",
         // A download cut short (hyper `IncompleteBody` through the Hub's Rust client): a network error.
         "incompletebody",
+        // PyTorch's writer (`caffe2/serialize/inline_container.cc`): "PytorchStreamWriter failed opening
+        // archive" — the path cannot be opened (a missing folder, no permission); a full disk fails the writes
+        // ("failed writing file") instead.
+        "pytorchstreamwriter failed opening archive",
         // LM Studio's loader with no engine for the file's format: "No LM Runtime found for model format".
         "no lm runtime found for model format",
         // llama.cpp's loader (`llama-model-loader.cpp`): "tensor '…' data is not within the file bounds, model
@@ -2198,6 +2236,13 @@ const DEVICE_FAULTS: Rule = any(
         "nvml_success == r internal assert failed",
         "during cuda graph capture unless the cpu tensor is pinned",
         "token_to_kv_pool_allocator memory leak detected",
+        // SGLang's own bookkeeping assert (`mem_cache`): "Committed KV cache already freed".
+        "committed kv cache already freed",
+        // CUDA `CUDA_ERROR_ILLEGAL_INSTRUCTION` (715), as TVM / MLC LLM print it.
+        "cuda_error_illegal_instruction",
+        // llama.cpp's scheduler (`ggml-backend.cpp`): "layer N is assigned to device CPU but … is assigned to
+        // device CUDA0 (usually due to missing support)" — an operator without a GPU kernel.
+        "(usually due to missing support)",
         // The NVIDIA driver's Xid 79 ("NVRM: … has fallen off the bus"), nvidia-smi's "GPU is lost. Reboot the
         // system to recover this GPU", and macOS's IOGPU panic "completeMemory() prepare count underflow".
         "fallen off the bus",
@@ -2272,6 +2317,8 @@ const RULES: &[Rule] = &[
     RADV_BO_ALLOC,
     NVRM_NO_MEMORY,
     MIOPEN_ALLOC,
+    OLLAMA_NO_MEM_CPU,
+    OLLAMA_NO_MEM,
     SGLANG_TOKENS_FREE,
     SGLANG_TOKENS,
     ENGINE_OOM,
@@ -2886,6 +2933,18 @@ fn nvrm_no_memory(s: &Scan) -> Option<usize> {
     (!s.has("invoked oom-killer") && !s.has("out of memory: killed process")).then_some(at)
 }
 
+/// [`OLLAMA_NO_MEM`]: Ollama's `ErrNoMem` with GPUs in its allocation list.
+fn ollama_no_mem_gpu(s: &Scan) -> Option<usize> {
+    let at = s.find("insufficient memory - required allocations")?;
+    (!s.has("gpus:[]")).then(|| s.orig(at))
+}
+
+/// [`OLLAMA_NO_MEM_CPU`]: the same with `GPUs:[]`.
+fn ollama_no_mem_cpu(s: &Scan) -> Option<usize> {
+    let at = s.find("insufficient memory - required allocations")?;
+    s.has("gpus:[]").then(|| s.orig(at))
+}
+
 /// [`TINYGRAD_DEVICE`]: tinygrad's "no memory is available" beside one of its device runtimes' frames.
 fn tinygrad_device_oom(s: &Scan) -> Option<usize> {
     let at = s.low.find("bytes: no memory is available")?;
@@ -3427,6 +3486,13 @@ fn numbers(text: &str, lower: &str, source: Source) -> Numbers {
             .or_else(|| size_after(text, lower, "allocation failed to find ")),
         // ≥ 2.1: "GPU 0 has a total capacity of 23.65 GiB of which 1.66 GiB is free." (older builds: "capacty").
         total_gib: size_after(text, lower, "total capacity of")
+            // PyTorch's older form, read at its last occurrence (a user's own "8 GB total capacity" may come
+            // first).
+            .or_else(|| {
+                lower
+                    .rfind("gib total capacity")
+                    .and_then(|i| size_ending_at(text, i + 3))
+            })
             .or_else(|| size_after(text, lower, "total capacty of"))
             // The same clause with a word cut by a fixed-width wrap ("has a to\ntal capacity of").
             .or_else(|| size_after_unwrapped(text, lower, "totalcapacityof"))
@@ -4003,6 +4069,21 @@ mod tests {
             ("RuntimeError: Storage size calculation overflowed with sizes=[-2139761793]", NotMemory),
             ("RuntimeError: [TM][ERROR]  Assertion fail: /lmdeploy/src/turbomind/triton_backend/llama/LlamaTritonModel.cc:384", NotMemory),
             ("ImportError: flash_attn_2_cuda.cpython-311-x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi", NotMemory),
+            ("panic: insufficient memory - required allocations: {InputWeights:1158266880A GPUs:[{ID:0}]}", Gpu),
+            ("panic: insufficient memory - required allocations: {InputWeights:1158266880A CPU:{Name:CPU} GPUs:[]}", Host),
+            ("AssertionError: No space left for only one request, self.token_to_kv_pool_allocator.available_size()=0", Gpu),
+            ("a CUDA out-of-memory error occurred while running propagate_in_video", Gpu),
+            ("RuntimeError: DataLoader worker (pid 2256) is killed by signal: Aborted.", NotMemory),
+            ("[launch.py:319:sigkill_handler] exits with return code = -11", NotMemory),
+            ("RuntimeError: Placeholder storage has not been allocated on MPS device!", NotMemory),
+            ("AssertionError: Committed KV cache already freed (self.kv_committed_len=1)", NotMemory),
+            ("TVMError: CUDALaunch Error: CUDA_ERROR_ILLEGAL_INSTRUCTION", NotMemory),
+            ("layer 0 is assigned to device CPU but fused Gated Delta Net (chunked) is assigned to device CUDA0 (usually due to missing support)", NotMemory),
+            ("RuntimeError: [enforce fail at inline_container.cc:319] . PytorchStreamWriter failed opening archive.", NotMemory),
+            ("*Error message received from Codalab (if applicable)*:failure_message\tRequested more disk (5.2g) than user disk quota left (5.2g)", Disk),
+            ("[CLI]: wandb: ERROR Abnormal program exit & No Space left on the device", Disk),
+            ("src/io/local_filesys.cc:39: Check failed: std::fwrite(ptr, 1, size, fp_) == size FileStream.Write incomplete", Disk),
+            ("加载模型的时候一直被killed", Host),
         ];
         for (text, kind) in cases {
             assert_eq!(diagnose(text, None).kind, *kind, "{text}");
