@@ -108,9 +108,7 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
     // The nineteenth unseen batch (measured before its rules were written; see README):
     ("s-unsloth-841", "one application's own wording (\"Quantization failed\", pointing at building llama.cpp), no runtime format"),
     // The twentieth unseen batch (measured before its rules were written; see README):
-    ("t20-wandb-4534", "a user's account of the disk filling up, no message"),
     ("t20-smtrainingtoolkit-204", "\"disck utilisation reached 100%\" in a user's words, with only a progress log"),
-    ("t20-mlxlm-98", "a user's account of a kill at 333 GB, no message"),
     ("t20-qwen-895", "\"CUDA outof memory\" as an OCR of a screenshot wrote it"),
     ("t20-wsl-8984", "a user's account of WSL2 killing the script, no message"),
     ("t20-donerf-7", "a ValueError in the pin-memory thread, which names no memory failure either way"),
@@ -119,10 +117,8 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
     ("t20-bitnet-120", "a user's account of running through 32 GB of RAM, no message"),
     // The twenty-first unseen batch (measured before its rules were written; see README):
     ("t21-lmdeploy-1298", "\"报OOM\" in a user's question, with no message and no device named"),
-    ("t21-flagembedding-851", "a user's \"killed, due to that outing of memory\" above a log with no error"),
     ("t21-jukebox-27", "Colab's \"crashes after using all available RAM\" retyped with a typo (\"avilable\")"),
     ("t21-chatglm-finetuning-75", "\"Killed\" inside a Chinese sentence, not as the shell prints it"),
-    ("t21-sg3d-5", "a user's account of a kill \"due to insufficient memory\", no message"),
     ("t21-comfyui-manager-2327", "a user's account of WSL quitting after a RAM spike, no message"),
     ("t21-sd-scripts-648", "PyTorch's message cut after \"GPU 0; 11.76\": the capacity's unit is missing"),
     ("t21-vllm-20743", "a user's account of XPU's missing memory query, without the error"),

@@ -2454,7 +2454,130 @@ const RULES: &[Rule] = &[
     TOKENIZER,
     SETUP_OR_IO,
     TF_SYSTEM_MEMORY,
+    PROSE_GPU,
+    PROSE_HOST,
+    PROSE_DISK,
 ];
+
+/// Last of all, what a person writes when no runtime's message was pasted, read one statement at a time
+/// (questions and conditions are not statements): a statement that GPU memory ran out ("a CUDA OOM occurred
+/// on the GPU", "显存不足"-like words with a device), that the process was killed for memory ("my process is
+/// killed due to insufficient memory"), or that the disk filled ("the disk filling up"). Every runtime's own
+/// format is tried before, so these only speak where nothing else does.
+const PROSE_GPU: Rule = check(prose_gpu, Kind::Gpu, Source::Unknown).with(Hint::PasteMore);
+const PROSE_HOST: Rule = check(prose_host, Kind::Host, Source::Unknown).with(Hint::PasteMore);
+const PROSE_DISK: Rule = check(prose_disk, Kind::Disk, Source::Unknown).with(Hint::PasteMore);
+
+/// The text's statements: pieces between sentence ends, without questions, conditions or negations.
+fn statements(low: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, c) in low.char_indices() {
+        if matches!(c, '.' | '!' | '?' | '。' | '！' | '？' | ';' | '；') {
+            let piece = &low[start..i];
+            let question = matches!(c, '?' | '？') || piece.contains('吗');
+            let hedged = [
+                "if ", "whether", "is it ", "not ", "n't ", "no oom", "without ",
+            ]
+            .iter()
+            .any(|w| piece.contains(w));
+            if !question && !hedged {
+                out.push((start, piece));
+            }
+            start = i + c.len_utf8();
+        }
+    }
+    let piece = &low[start..];
+    if !piece.contains('吗')
+        && !["if ", "whether", "not ", "n't "]
+            .iter()
+            .any(|w| piece.contains(w))
+    {
+        out.push((start, piece));
+    }
+    out.into_iter()
+}
+
+/// `word` in `text` as a word of its own (not inside another ASCII word).
+fn has_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + word.len()..].chars().next();
+        let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        before.is_none_or(|c| !word(c)) && after.is_none_or(|c| !word(c))
+    })
+}
+
+/// [`PROSE_GPU`].
+fn prose_gpu(s: &Scan) -> Option<usize> {
+    statements(&s.low)
+        .find(|(_, st)| {
+            let ran_out = [
+                "out of memory",
+                "out-of-memory",
+                "ran out of vram",
+                "not enough vram",
+            ]
+            .iter()
+            .any(|p| st.contains(p))
+                || has_word(st, "oom");
+            let device = ["gpu", "gpus", "vram", "cuda"]
+                .iter()
+                .any(|p| has_word(st, p))
+                || st.contains("显存")
+                || st.contains("device memory");
+            // Pinned host memory is the host's, whatever the device named beside it; a warning before a
+            // fallback ("Out of memory on cuda:0, trying CPU fallback") is not the failure.
+            let pinned = st.contains("mallochost") || st.contains("pinned");
+            let recovered = ["fallback", "falling back", "moving to"]
+                .iter()
+                .any(|p| st.contains(p));
+            ran_out && device && !pinned && !recovered
+        })
+        .map(|(i, _)| s.orig(i))
+}
+
+/// [`PROSE_HOST`].
+fn prose_host(s: &Scan) -> Option<usize> {
+    statements(&s.low)
+        .find(|(_, st)| {
+            let killed =
+                has_word(st, "killed") || st.contains("被kill") || st.contains("oom killer");
+            let memory = ["memory", "ram", "内存", "oom"]
+                .iter()
+                .any(|p| has_word(st, p))
+                || st.contains("内存");
+            let device = ["gpu", "gpus", "vram", "cuda"]
+                .iter()
+                .any(|p| has_word(st, p))
+                || st.contains("显存");
+            killed && memory && !device
+        })
+        .map(|(i, _)| s.orig(i))
+}
+
+/// [`PROSE_DISK`].
+fn prose_disk(s: &Scan) -> Option<usize> {
+    statements(&s.low)
+        .find(|(_, st)| {
+            let disk = ["disk", "storage", "磁盘", "硬盘"]
+                .iter()
+                .any(|p| st.contains(p));
+            let full = [
+                "is full",
+                "was full",
+                "filling up",
+                "filled up",
+                "reached 100%",
+                "out of space",
+            ]
+            .iter()
+            .any(|p| st.contains(p))
+                || st.contains("满了");
+            disk && full
+        })
+        .map(|(i, _)| s.orig(i))
+}
 
 /// The text on the same original line around byte `at`, at most `reach` bytes either side.
 fn line_around(text: &str, at: usize, reach: usize) -> &str {
@@ -4087,6 +4210,25 @@ mod tests {
         ];
         for (text, kind) in cases {
             assert_eq!(diagnose(text, None).kind, *kind, "{text}");
+        }
+    }
+
+    /// A person's own statement, where no runtime's message was pasted; questions, conditions and negations
+    /// are not statements.
+    #[test]
+    fn prose_statements_only() {
+        use Kind::*;
+        for (text, kind) in [
+            ("When loading the dataset, my process is killed due to insufficient memory.", Host),
+            ("I tried training on an RTX5090 first and got OOM.", Unrecognised),
+            ("I tried training on the GPU first and got OOM.", Gpu),
+            ("After a few hours the wandb folder grows until the disk filling up crashes the run.", Disk),
+            ("Is it because the GPU ran out of memory?", Unrecognised),
+            ("If you hit OOM on the GPU, lower the batch size.", Unrecognised),
+            ("It did not run out of memory on the GPU.", Unrecognised),
+            (" !! Out of memory on cuda:0, trying CPU fallback", Unrecognised),
+        ] {
+            assert_eq!(diagnose(text, None).kind, kind, "{text}");
         }
     }
 
