@@ -660,9 +660,11 @@ fn base_fits(base: &(Estimate, Verdict, Option<Speed>)) -> bool {
 /// when no pair fits, among the six changes that save the most; then a greedy chain of biggest savers.
 pub fn best_combinations(form: &Form, limit: usize) -> Vec<Remedy> {
     let base = evaluate(form);
+    // TRL's fused head saves what the fused loss saves, from the same setting: the combinations take the
+    // fused loss alone, and TRL's stands among the single changes.
     let mut singles: Vec<(Change, Form, Vec<Caveat>)> = single_changes(form)
         .into_iter()
-        .filter(|(c, _, _)| !c.swaps_hardware_or_model())
+        .filter(|(c, _, _)| !c.swaps_hardware_or_model() && *c != Change::TrlFusedHead)
         .collect();
     let mut out = combine(&base, form, &singles, 2);
     if out.is_empty() {
@@ -691,7 +693,9 @@ fn greedy(base: &(Estimate, Verdict, Option<Speed>), form: &Form) -> Option<Reme
         let need = evaluate(&f).1.vram_need;
         let (c, next, cav) = single_changes(&f)
             .into_iter()
-            .filter(|(c, _, _)| !c.swaps_hardware_or_model() && !changes.contains(c))
+            .filter(|(c, _, _)| {
+                !c.swaps_hardware_or_model() && *c != Change::TrlFusedHead && !changes.contains(c)
+            })
             .map(|(c, next, cav)| {
                 let saved = need - evaluate(&next).1.vram_need;
                 (saved, c, next, cav)
