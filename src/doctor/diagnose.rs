@@ -1145,6 +1145,10 @@ const STORE_DISK: Rule = any(
         // dmlc-core's file stream (`src/io/local_filesys.cc`): "FileStream.Write incomplete" — a short
         // `fwrite`, the disk full while MXNet or XGBoost saves.
         "filestream.write incomplete",
+        // kubelet's node condition behind an eviction (`DiskPressure`); conda's installer, "Ensure there is
+        // enough space in /tmp and that the installation package is not corrupt".
+        "[diskpressure]",
+        "ensure there is enough space in",
         // wandb's `DiskQuotaError` (EDQUOT writing its staging files); SageMaker's training-job failure
         // reason "Artifact upload failed:Insufficient disk space".
         "diskquotaerror",
@@ -1823,6 +1827,9 @@ const OPEN_FILES: Rule =
 const PEER_CLOSED: Rule = any(
     &[
         "connection closed by remote peer",
+        // The socket's `ECONNRESET` ("Connection reset by peer", NCCL's "Call to recv failed", c10d's
+        // rendezvous): the other rank or host went away.
+        "connection reset by peer",
         "gloo/transport/tcp/pair.cc",
     ],
     Kind::NotMemory,
@@ -2470,30 +2477,24 @@ const PROSE_DISK: Rule = check(prose_disk, Kind::Disk, Source::Unknown).with(Hin
 
 /// The text's statements: pieces between sentence ends, without questions, conditions or negations.
 fn statements(low: &str) -> impl Iterator<Item = (usize, &str)> {
+    const HEDGES: &[&str] = &[
+        "if ", "whether", "is it ", "not ", "n't ", " no ", "without ",
+    ];
+    let statement =
+        |piece: &str| !piece.contains('吗') && !HEDGES.iter().any(|w| piece.contains(w));
     let mut out = Vec::new();
     let mut start = 0;
     for (i, c) in low.char_indices() {
         if matches!(c, '.' | '!' | '?' | '。' | '！' | '？' | ';' | '；') {
             let piece = &low[start..i];
-            let question = matches!(c, '?' | '？') || piece.contains('吗');
-            let hedged = [
-                "if ", "whether", "is it ", "not ", "n't ", "no oom", "without ",
-            ]
-            .iter()
-            .any(|w| piece.contains(w));
-            if !question && !hedged {
+            if !matches!(c, '?' | '？') && statement(piece) {
                 out.push((start, piece));
             }
             start = i + c.len_utf8();
         }
     }
-    let piece = &low[start..];
-    if !piece.contains('吗')
-        && !["if ", "whether", "not ", "n't "]
-            .iter()
-            .any(|w| piece.contains(w))
-    {
-        out.push((start, piece));
+    if statement(&low[start..]) {
+        out.push((start, &low[start..]));
     }
     out.into_iter()
 }
@@ -2508,6 +2509,20 @@ fn has_word(text: &str, word: &str) -> bool {
     })
 }
 
+/// Whether a statement names the host's memory ("system memory", RAM, 内存).
+fn names_host_memory(st: &str) -> bool {
+    st.contains("system memory") || has_word(st, "ram") || st.contains("内存")
+}
+
+/// Whether a statement names an accelerator or its memory.
+fn names_device(st: &str) -> bool {
+    ["gpu", "gpus", "vram", "cuda", "tpu", "hbm"]
+        .iter()
+        .any(|p| has_word(st, p))
+        || st.contains("显存")
+        || st.contains("device memory")
+}
+
 /// [`PROSE_GPU`].
 fn prose_gpu(s: &Scan) -> Option<usize> {
     statements(&s.low)
@@ -2516,23 +2531,19 @@ fn prose_gpu(s: &Scan) -> Option<usize> {
                 "out of memory",
                 "out-of-memory",
                 "ran out of vram",
-                "not enough vram",
+                "out of hbm",
             ]
             .iter()
             .any(|p| st.contains(p))
                 || has_word(st, "oom");
-            let device = ["gpu", "gpus", "vram", "cuda"]
-                .iter()
-                .any(|p| has_word(st, p))
-                || st.contains("显存")
-                || st.contains("device memory");
             // Pinned host memory is the host's, whatever the device named beside it; a warning before a
-            // fallback ("Out of memory on cuda:0, trying CPU fallback") is not the failure.
+            // fallback ("Out of memory on cuda:0, trying CPU fallback") is not the failure; "system memory"
+            // or RAM named is the host's ([`prose_host`]).
             let pinned = st.contains("mallochost") || st.contains("pinned");
             let recovered = ["fallback", "falling back", "moving to"]
                 .iter()
                 .any(|p| st.contains(p));
-            ran_out && device && !pinned && !recovered
+            ran_out && names_device(st) && !pinned && !recovered && !names_host_memory(st)
         })
         .map(|(i, _)| s.orig(i))
 }
@@ -2543,15 +2554,8 @@ fn prose_host(s: &Scan) -> Option<usize> {
         .find(|(_, st)| {
             let killed =
                 has_word(st, "killed") || st.contains("被kill") || st.contains("oom killer");
-            let memory = ["memory", "ram", "内存", "oom"]
-                .iter()
-                .any(|p| has_word(st, p))
-                || st.contains("内存");
-            let device = ["gpu", "gpus", "vram", "cuda"]
-                .iter()
-                .any(|p| has_word(st, p))
-                || st.contains("显存");
-            killed && memory && !device
+            let memory = ["memory", "oom"].iter().any(|p| has_word(st, p)) || names_host_memory(st);
+            killed && memory && (names_host_memory(st) || !names_device(st))
         })
         .map(|(i, _)| s.orig(i))
 }
@@ -2570,6 +2574,7 @@ fn prose_disk(s: &Scan) -> Option<usize> {
                 "filled up",
                 "reached 100%",
                 "out of space",
+                "out of disk",
             ]
             .iter()
             .any(|p| st.contains(p))
@@ -2725,7 +2730,16 @@ fn enospc_on_shm(s: &Scan) -> Option<usize> {
         .map(|i| s.orig(i))
         .filter(|&at| {
             let line = ascii_lower(line_around(s.text, at, 400));
-            line.contains("shm") || line.contains("shared memory")
+            // The line before may name the mount ("… fill all /run/shm.\n… no space left on device").
+            let mut from = at.saturating_sub(200);
+            while !s.text.is_char_boundary(from) {
+                from += 1;
+            }
+            let before = ascii_lower(&s.text[from..at]);
+            line.contains("shm")
+                || line.contains("shared memory")
+                || before.contains("/dev/shm")
+                || before.contains("/run/shm")
         })
         .min()
 }
@@ -2819,6 +2833,10 @@ fn killed_line(s: &Scan) -> Option<usize> {
         // zh_CN's `strsignal(SIGKILL)`, alone or right after a progress line it was printed beside.
         if t == "已杀死" || (t.ends_with("已杀死") && t.contains("eta")) || t.ends_with("s已杀死")
         {
+            return Some(here);
+        }
+        // The shell's word quoted by the person who saw it: 'I get a "Killed" message'.
+        if t.contains("\"Killed\"") || t.contains("“Killed”") || t.contains("'Killed'") {
             return Some(here);
         }
         // macOS's `strsignal(SIGKILL)` is "Killed: 9" (bash there prints "line 33: 22631 Killed: 9  cmd").
@@ -4207,6 +4225,11 @@ mod tests {
             ("[CLI]: wandb: ERROR Abnormal program exit & No Space left on the device", Disk),
             ("src/io/local_filesys.cc:39: Check failed: std::fwrite(ptr, 1, size, fp_) == size FileStream.Write incomplete", Disk),
             ("加载模型的时候一直被killed", Host),
+            ("with the highest resolutions the program tends to fill all /run/shm.\nthen it stops with: no space left on device", Host),
+            ("include/socket.h 398 NCCL WARN Call to recv failed : Connection reset by peer.", NotMemory),
+            ("Evicted   Pod The node had condition: [DiskPressure].", Disk),
+            ("Ensure there is enough space in /tmp and that the installation package is not corrupt", Disk),
+            ("Hi, some images work, but with others I get a \"Killed\" message and nothing is outputted.", Host),
         ];
         for (text, kind) in cases {
             assert_eq!(diagnose(text, None).kind, *kind, "{text}");
