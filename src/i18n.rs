@@ -1163,7 +1163,7 @@ pub fn caveat(lang: Lang, c: crate::advice::remedies::Caveat) -> &'static str {
         (Lang::En, PrecomputePass) => "one pass over the dataset first",
         (Lang::En, WakeLatency) => "waking vLLM each step adds transfer time",
         (Lang::En, LessEngineCache) => "vLLM holds fewer sequences at once",
-        (Lang::En, NewerRelease) => "needs TRL 1.15 or newer (`pip install -U trl`)",
+        (Lang::En, NewerRelease) => "needs TRL 1.15 or newer (pip install -U trl)",
         (Lang::Zh, Quantized4bit) => "4 位权重：质量略有下降",
         (Lang::Zh, SmallerModel) => "模型更弱",
         (Lang::Zh, Truncation) => "会截断长样本",
@@ -1178,7 +1178,7 @@ pub fn caveat(lang: Lang, c: crate::advice::remedies::Caveat) -> &'static str {
         (Lang::Zh, PrecomputePass) => "训练前需先遍历一遍数据集",
         (Lang::Zh, WakeLatency) => "每步唤醒 vLLM 会增加传输时间",
         (Lang::Zh, LessEngineCache) => "vLLM 同时容纳的序列更少",
-        (Lang::Zh, NewerRelease) => "需要 TRL 1.15 或更新版本（`pip install -U trl`）",
+        (Lang::Zh, NewerRelease) => "需要 TRL 1.15 或更新版本（pip install -U trl）",
     }
 }
 
