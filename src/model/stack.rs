@@ -249,8 +249,10 @@ impl Stack {
     /// Whether the optimizer step allocates a parameter-sized temporary.
     ///
     /// PyTorch ≥ 2.0 AdamW defaults to the multi-tensor `foreach` implementation (`torch/optim/adamw.py`,
-    /// `_default_to_fused_or_foreach`), whose `_foreach_*` ops allocate intermediate tensor lists. torchtune
-    /// can step the optimizer inside backward (`optimizer_in_bwd`), one parameter at a time.
+    /// `_default_to_fused_or_foreach`), whose `_foreach_*` ops allocate intermediate tensor lists. torchtune's
+    /// recipe configs allocate none: its LoRA configs step `torch.optim.AdamW(fused=True)` and its full
+    /// single-device configs step inside backward (`optimizer_in_bwd: True`), one parameter at a time
+    /// (`recipes/configs/*/*_single_device.yaml`; the oracle's torchtune jobs, `tests/golden_torchtune.rs`).
     pub fn optimizer_step_temp(self) -> bool {
         !matches!(self, Stack::Torchtune)
     }
