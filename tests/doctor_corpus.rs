@@ -131,6 +131,13 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
     ("t22-sdwebuidocker-457", "\"Finally, it's killed\" in a user's words, with no memory named"),
     ("t22-genshinfish-63", "a bare CUDNN_STATUS_INTERNAL_ERROR: read as a CUDA fault, which the text does not settle"),
     ("t22-drqa-120", "a multiprocessing traceback cut before its error line"),
+    // The twenty-third unseen batch (measured before its rules were written; see README):
+    ("t23-axolotl-2975", "a user's account of RAM climbing to 1.3 T, in words the reader does not take as a statement"),
+    ("t23-trtllm-743", "\"the program always be killed\" in a user's words, with no memory named"),
+    ("t23-comfyui-8932", "\"disk quota exceeded\" after an \"if\" clause in the same sentence, read as a condition"),
+    ("t23-talkinggaussian-74", "a user's account with no message"),
+    ("t23-sd-dreambooth-ext-788", "a user's account with no message"),
+    ("t23-codalab-4055", "a user's account of a storage limit, with no message"),
 ];
 
 #[test]

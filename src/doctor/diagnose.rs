@@ -551,8 +551,10 @@ const ENGINE_OOM: Rule = any(
         // SGLang's decode retraction (`managers/schedule_batch.py` `retract_decode`): "No space left for only
         // one request, … available_size()=0" — the KV pool, not a disk.
         "no space left for only one request",
-        // The Chinese word for "not enough video memory", as Chinese-language runtimes and logs print it.
+        // The Chinese words for "not enough video memory" and "the video memory blew up", as Chinese-language
+        // runtimes, logs and their users write them.
         "显存不足",
+        "爆显存",
     ],
     Kind::Gpu,
     Source::Vllm,
@@ -820,6 +822,10 @@ const OPENCV_ALLOC: Rule = any(
 /// hold 32 TiB): a size computed wrong, not memory.
 const OPENCV_ABSURD: Rule =
     check(opencv_absurd, Kind::NotMemory, Source::OpenCv).with(Hint::ImpossibleSize);
+/// gperftools' tcmalloc reporting a request over 64 TiB ("tcmalloc: large alloc 140113840283648 bytes ==
+/// (nil)") before the `std::bad_alloc` it ends in: a size computed wrong.
+const TCMALLOC_ABSURD: Rule =
+    check(tcmalloc_absurd, Kind::NotMemory, Source::CpuAllocator).with(Hint::ImpossibleSize);
 /// cuBLAS `cublas_api.h` `CUBLAS_STATUS_ALLOC_FAILED`: the handle or workspace could not be allocated.
 const CUBLAS_ALLOC: Rule = any(&["cublas_status_alloc_failed"], Kind::Gpu, Source::Cublas);
 /// cuDNN `CUDNN_STATUS_ALLOC_FAILED` and `CUDNN_STATUS_NOT_ENOUGH_WORKSPACE` (cudnn status codes).
@@ -961,6 +967,8 @@ const MLX_MALLOC: Rule = any(
         "[malloc] unable to allocate",
         // The same message rethrown without its prefix (`std::runtime_error` through libc++abi).
         "which is greater than the maximum allowed buffer size",
+        // Metal's per-buffer cap as people quote it (`MTLDevice.maxBufferLength`).
+        "maxbufferlength",
     ],
     Kind::Gpu,
     Source::Mlx,
@@ -1154,6 +1162,9 @@ const STORE_DISK: Rule = any(
         "diskquotaerror",
         "insufficient disk space",
         "the node was low on resource: ephemeral-storage",
+        // kubelet's other eviction wording (`pkg/kubelet/eviction`): "Pod ephemeral local storage usage exceeds
+        // the total limit of containers N".
+        "ephemeral local storage usage exceeds",
     ],
     Kind::Disk,
     Source::DiskFull,
@@ -1283,6 +1294,13 @@ const OOM_KILLER: Rule = any(
         "ran out of ram",
         "被kill",
         "被杀死",
+        // "爆内存" / "占满内存": RAM blown / filled; Wan2GP's own "you have unsufficient RAM"; "out of space on
+        // /dev/shm" (shared memory is RAM).
+        "爆内存",
+        "占满内存",
+        "unsufficient ram",
+        "insufficient ram",
+        "out of space on /dev/shm",
         "ggml_malloc: failed to allocate",
         "in object store because it is full",
         "fail to alloc memory of",
@@ -1775,6 +1793,8 @@ const SEGFAULT: Rule = any(
         // DeepSpeed's launcher (`launcher/launch.py`): "exits with return code = -11"; the DataLoader's
         // "is killed by signal: Aborted." (SIGABRT).
         "return code = -11",
+        // TGI's launcher: "Shard process was signaled to shutdown with signal 11".
+        "signaled to shutdown with signal 11",
         "is killed by signal: aborted",
         "exitcode: -11)",
         "exitcode: -11 ",
@@ -2025,7 +2045,8 @@ const PTXAS_ERROR: Rule = check(ptxas_error, Kind::NotMemory, Source::NoKernelIm
 /// The dynamic loader refusing a compiled extension built against another release ("….so: undefined symbol:
 /// _ZN3c10…", flash-attn or a CUDA extension against a different torch): a build mismatch.
 const UNDEFINED_SYMBOL: Rule = any(
-    &[".so: undefined symbol"],
+    // Windows' loader: "LoadLibrary failed with error 126" (a DLL, or one it needs, is missing).
+    &[".so: undefined symbol", "loadlibrary failed with error 126"],
     Kind::NotMemory,
     Source::NoKernelImage,
 )
@@ -2213,6 +2234,13 @@ const NOT_EXHAUSTION: Rule = any(
         // Arrow `cpp/src/arrow/array/builder_binary.h` (`ArrowCapacityError`): "array cannot contain more
         // than 2147483646 bytes": one binary array's 32-bit offsets, not memory.
         "array cannot contain more than 2147483646 bytes",
+        // Arrow's integer conversion (`ArrowInvalid`): "Value N too large to fit in C integer type".
+        "too large to fit in c integer type",
+        // A dtype check (`torch/nn/functional.py` embedding): "Expected tensor for argument #1 'indices' to have
+        // one of the following scalar types: Long, Int".
+        "to have one of the following scalar types",
+        // An API changed between releases: "__init__() got an unexpected keyword argument".
+        "got an unexpected keyword argument",
         // A download cut short (hyper `IncompleteBody` through the Hub's Rust client): a network error.
         "incompletebody",
         // PyTorch's writer (`caffe2/serialize/inline_container.cc`): "PytorchStreamWriter failed opening
@@ -2262,6 +2290,13 @@ const DEVICE_FAULTS: Rule = any(
         // TurboMind's own assertions (`src/turbomind/utils/cuda_utils.h` `FT_CHECK`): "[TM][ERROR] Assertion
         // fail: <file>:<line>".
         "[tm][error] assertion fail",
+        // Ascend's device exceptions (`torch_npu`, ACL error 507035 and its kin): "The vector core execution is
+        // abnormal", "The aicore execution is abnormal".
+        "core execution is abnormal",
+        // Triton's launcher rejecting a kernel's arguments: "Triton Error [CUDA]: invalid argument", "Pointer
+        // argument (at N) cannot be accessed from Triton (cpu tensor?)".
+        "triton error [cuda]: invalid argument",
+        "cannot be accessed from triton",
     ],
     Kind::NotMemory,
     Source::CudaError,
@@ -2299,6 +2334,7 @@ const RULES: &[Rule] = &[
     HEAVYDB_CPU,
     SOPHON_GMEM,
     OPENCV_ABSURD,
+    TCMALLOC_ABSURD,
     OPENCV_ALLOC,
     CUBLAS_ALLOC,
     CUDNN_ALLOC,
@@ -2532,6 +2568,8 @@ fn prose_gpu(s: &Scan) -> Option<usize> {
                 "out-of-memory",
                 "ran out of vram",
                 "out of hbm",
+                "out of cuda memory",
+                "memory allocation fails",
             ]
             .iter()
             .any(|p| st.contains(p))
@@ -3179,6 +3217,20 @@ fn vk_allocate_device_code(s: &Scan) -> Option<usize> {
         .map(|i| s.orig(i))
 }
 
+/// [`TCMALLOC_ABSURD`]: tcmalloc's "large alloc N bytes" with N over 64 TiB.
+fn tcmalloc_absurd(s: &Scan) -> Option<usize> {
+    const KEY: &str = "tcmalloc: large alloc ";
+    s.low.match_indices(KEY).map(|(i, _)| i).find(|&at| {
+        let digits: String = s.low[at + KEY.len()..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits
+            .parse::<f64>()
+            .is_ok_and(|n| n > 70_368_744_177_664.0)
+    })
+}
+
 /// [`OPENCV_ABSURD`]: OpenCV's "Failed to allocate N bytes" with N over 64 TiB.
 fn opencv_absurd(s: &Scan) -> Option<usize> {
     const KEY: &str = "(-4:insufficient memory) failed to allocate";
@@ -3624,7 +3676,9 @@ fn numbers(text: &str, lower: &str, source: Source) -> Numbers {
             .or_else(|| size_after(text, lower, "requested amount of gpu memory ("))
             .or_else(|| size_after(text, lower, "requested amount of memory ("))
             // HeavyDB: "ALLOCATION failed to find 2452160512B throwing out of memory GPU_MGR:0".
-            .or_else(|| size_after(text, lower, "allocation failed to find ")),
+            .or_else(|| size_after(text, lower, "allocation failed to find "))
+            // PyTorch's message as a browser or IDE translates it into Chinese: "尝试分配 13.28 GiB".
+            .or_else(|| size_after(text, lower, "尝试分配")),
         // ≥ 2.1: "GPU 0 has a total capacity of 23.65 GiB of which 1.66 GiB is free." (older builds: "capacty").
         total_gib: size_after(text, lower, "total capacity of")
             // PyTorch's older form, read at its last occurrence (a user's own "8 GB total capacity" may come
@@ -3643,7 +3697,9 @@ fn numbers(text: &str, lower: &str, source: Source) -> Numbers {
             .or_else(|| size_after(text, lower, "total_gpu_memory ("))
             // vLLM 0.6: "Memory profiling results: total_gpu_memory=23.58GiB …".
             .or_else(|| size_after(text, lower, "total_gpu_memory="))
-            .or_else(|| free_over_total(text, lower).map(|(_, t)| t)),
+            .or_else(|| free_over_total(text, lower).map(|(_, t)| t))
+            // Translated: "GPU 0 总容量为 23.65 GiB，其中 4.29 GiB 是空闲的".
+            .or_else(|| size_after(text, lower, "总容量为")),
         free_gib: size_after(text, lower, "of which")
             .or_else(|| size_before(text, lower, " free;"))
             .or_else(|| size_after_colon(text, lower, "free (according to cuda)"))
@@ -3652,12 +3708,20 @@ fn numbers(text: &str, lower: &str, source: Source) -> Numbers {
             .or_else(|| free_over_total(text, lower).map(|(f, _)| f))
             .or_else(|| size_after(text, lower, "available memory is only"))
             // XLA/PJRT: "Attempting to allocate 15.65G. That was not possible. There are 11.08G free."
-            .or_else(|| size_after(text, lower, "that was not possible. there are")),
+            .or_else(|| size_after(text, lower, "that was not possible. there are"))
+            .or_else(|| {
+                lower
+                    .contains("总容量为")
+                    .then(|| size_after(text, lower, "其中"))
+                    .flatten()
+            }),
         allocated_gib: size_before(text, lower, "memory has been allocated")
             .or_else(|| size_after(text, lower, "of the allocated memory"))
             .or_else(|| size_before(text, lower, "already allocated"))
             .or_else(|| size_after(text, lower, "mps allocated:"))
-            .or_else(|| size_after_colon(text, lower, "currently allocated")),
+            .or_else(|| size_after_colon(text, lower, "currently allocated"))
+            // Translated: "18.82 GiB 由 PyTorch 分配".
+            .or_else(|| size_before(text, lower, "由 pytorch 分配")),
         reserved_gib: size_before(text, lower, "reserved in total by pytorch")
             // The same clause with a word cut by a fixed-width wrap ("reserved i\nn total by PyTorch").
             .or_else(|| size_before_unwrapped(text, lower, "reservedintotalbypytorch")),
@@ -3667,7 +3731,9 @@ fn numbers(text: &str, lower: &str, source: Source) -> Numbers {
             text,
             lower,
             "is reserved by pytorch but unallocated",
-        ),
+        )
+        // Translated: "73.26 MiB 由 PyTorch 保留但未分配".
+        .or_else(|| size_before(text, lower, "由 pytorch 保留但未分配")),
         process_in_use_gib: size_after(text, lower, "this process has").or_else(|| {
             lower.find("process ").and_then(|i| {
                 let rest = &lower[i..];
@@ -4230,6 +4296,16 @@ mod tests {
             ("Evicted   Pod The node had condition: [DiskPressure].", Disk),
             ("Ensure there is enough space in /tmp and that the installation package is not corrupt", Disk),
             ("Hi, some images work, but with others I get a \"Killed\" message and nothing is outputted.", Host),
+            ("tcmalloc: large alloc 140113840283648 bytes == (nil) @ 0x7f6e\nterminate called after throwing an instance of 'std::bad_alloc'", NotMemory),
+            ("当进行多图推理时，会爆显存（单卡，32G显存）", Gpu),
+            ("400M大小7小时音频文件，开始后中途飙内存，直到爆内存", Host),
+            ("Warning   Evicted   pod/service-1   Pod ephemeral local storage usage exceeds the total limit of containers 1073741824.", Disk),
+            ("RuntimeError: NPU function error: AclrtSynchronizeStreamWithTimeout, error code is 507035\n[Error]: The vector core execution is abnormal.", NotMemory),
+            ("RuntimeError: Triton Error [CUDA]: invalid argument", NotMemory),
+            ("pyarrow.lib.ArrowInvalid: Value 2147486084 too large to fit in C integer type", NotMemory),
+            ("Shard process was signaled to shutdown with signal 11", NotMemory),
+            ("[ONNXRuntimeError] : 1 : FAIL : LoadLibrary failed with error 126 \"\" when trying to load onnxruntime_providers_cuda.dll", NotMemory),
+            ("I've found even in Kaggle it runs out of CUDA memory when it gets to fine-tuning.", Gpu),
         ];
         for (text, kind) in cases {
             assert_eq!(diagnose(text, None).kind, *kind, "{text}");
@@ -4694,6 +4770,21 @@ mod tests {
         near(parse_size("4000000000 bytes"), 4e9 / GIB);
         assert_eq!(parse_size("lots"), None);
         assert_eq!(parse_size(""), None);
+    }
+
+    /// PyTorch's message as a browser translates it into Chinese: every figure still read.
+    #[test]
+    fn a_translated_pytorch_message() {
+        let d = diagnose(
+            "torch.OutOfMemoryError：CUDA 内存不足。尝试分配 13.28 GiB。GPU 0 总容量为 23.65 GiB，其中 4.29 GiB 是空闲的。进程 4102651 使用了 19.35 GiB 内存。在分配的内存中，18.82 GiB 由 PyTorch 分配，73.26 MiB 由 PyTorch 保留但未分配。",
+            None,
+        );
+        assert_eq!(d.kind, Kind::Gpu);
+        near(d.numbers.tried_gib, 13.28);
+        near(d.numbers.total_gib, 23.65);
+        near(d.numbers.free_gib, 4.29);
+        near(d.numbers.allocated_gib, 18.82);
+        near(d.numbers.reserved_unallocated_gib, 73.26 / 1024.0);
     }
 
     /// PyTorch's reserved figure with "in" cut by a fixed-width wrap ("reserved i\nn total by PyTorch").
