@@ -138,6 +138,11 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
     ("t23-talkinggaussian-74", "a user's account with no message"),
     ("t23-sd-dreambooth-ext-788", "a user's account with no message"),
     ("t23-codalab-4055", "a user's account of a storage limit, with no message"),
+    // The twenty-fourth unseen batch (measured before its rules were written; see README):
+    ("t24-infinity-517", "an OOM and the GPU named in two different sentences of a user's account"),
+    ("t24-invertiblecd-2", "\"RAM Crashed ... OOM memorry\" as a title, not a statement"),
+    ("t24-4dgs-16", "PyTorch's message cut inside \"already allocate\": the allocated figure is not read"),
+    ("t24-ragatouille-239", "a bare AssertionError with a shape tuple, which names no failure"),
 ];
 
 #[test]

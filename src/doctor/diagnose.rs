@@ -822,6 +822,9 @@ const OPENCV_ALLOC: Rule = any(
 /// hold 32 TiB): a size computed wrong, not memory.
 const OPENCV_ABSURD: Rule =
     check(opencv_absurd, Kind::NotMemory, Source::OpenCv).with(Hint::ImpossibleSize);
+/// Rust's allocation failure handler (`std::alloc::handle_alloc_error`, as tokenizers, candle or polars abort
+/// with it): "memory allocation of N bytes failed" — the host's heap.
+const RUST_ALLOC: Rule = check(rust_alloc_failure, Kind::Host, Source::CpuAllocator);
 /// gperftools' tcmalloc reporting a request over 64 TiB ("tcmalloc: large alloc 140113840283648 bytes ==
 /// (nil)") before the `std::bad_alloc` it ends in: a size computed wrong.
 const TCMALLOC_ABSURD: Rule =
@@ -1339,6 +1342,9 @@ const SIGKILL_PHRASES: &[&str] = &[
     // A task runner's "exit with status code 137" (Taskcluster's worker, CI launchers); "exit with code 137".
     "status code 137",
     "exit with code 137",
+    // Docker's container state ("Exited (137)") and people's "exited 137".
+    "exited (137)",
+    "exited 137",
     // Kubernetes' container status (`ContainerStateTerminated.exitCode`) and KServe's `lastFailureInfo`
     // in YAML: "exitCode: 137".
     "exitcode: 137",
@@ -2236,6 +2242,13 @@ const NOT_EXHAUSTION: Rule = any(
         "array cannot contain more than 2147483646 bytes",
         // Arrow's integer conversion (`ArrowInvalid`): "Value N too large to fit in C integer type".
         "too large to fit in c integer type",
+        // Shape errors: `torch.mv`'s "size mismatch, got input (…), mat (…), vec (…)"; `torch.cat`'s "expected a
+        // non-empty list of Tensors".
+        "size mismatch, got input",
+        "expected a non-empty list of tensors",
+        // The network, not memory: urllib3's "Read timed out." and `ConnectTimeoutError`.
+        "read timed out",
+        "connecttimeouterror",
         // A dtype check (`torch/nn/functional.py` embedding): "Expected tensor for argument #1 'indices' to have
         // one of the following scalar types: Long, Int".
         "to have one of the following scalar types",
@@ -2336,6 +2349,7 @@ const RULES: &[Rule] = &[
     OPENCV_ABSURD,
     TCMALLOC_ABSURD,
     OPENCV_ALLOC,
+    RUST_ALLOC,
     CUBLAS_ALLOC,
     CUDNN_ALLOC,
     TORCH_ARCH_UNSUPPORTED,
@@ -2521,7 +2535,11 @@ fn statements(low: &str) -> impl Iterator<Item = (usize, &str)> {
     let mut out = Vec::new();
     let mut start = 0;
     for (i, c) in low.char_indices() {
-        if matches!(c, '.' | '!' | '?' | '。' | '！' | '？' | ';' | '；') {
+        // A '.' inside a word ("ivrit.ai", "model.py", "3.5") ends no sentence.
+        let next = low[i + c.len_utf8()..].chars().next();
+        let ends = matches!(c, '。' | '！' | '？' | '；')
+            || (matches!(c, '.' | '!' | '?' | ';') && next.is_none_or(char::is_whitespace));
+        if ends {
             let piece = &low[start..i];
             if !matches!(c, '?' | '？') && statement(piece) {
                 out.push((start, piece));
@@ -2593,7 +2611,12 @@ fn prose_host(s: &Scan) -> Option<usize> {
             let killed =
                 has_word(st, "killed") || st.contains("被kill") || st.contains("oom killer");
             let memory = ["memory", "oom"].iter().any(|p| has_word(st, p)) || names_host_memory(st);
-            killed && memory && (names_host_memory(st) || !names_device(st))
+            // "The RAM (64 GBs) is full and so is the swap": the host's memory named full.
+            let ram_full = names_host_memory(st)
+                && ["is full", "was full", "filled up", "ran out"]
+                    .iter()
+                    .any(|p| st.contains(p));
+            (killed && memory && (names_host_memory(st) || !names_device(st))) || ram_full
         })
         .map(|(i, _)| s.orig(i))
 }
@@ -3215,6 +3238,16 @@ fn vk_allocate_device_code(s: &Scan) -> Option<usize> {
             .any(|c| w.contains(c))
         })
         .map(|i| s.orig(i))
+}
+
+/// [`RUST_ALLOC`]: "memory allocation of N bytes failed".
+fn rust_alloc_failure(s: &Scan) -> Option<usize> {
+    const KEY: &str = "memory allocation of ";
+    s.low.match_indices(KEY).map(|(i, _)| i).find(|&at| {
+        let rest = &s.low[at + KEY.len()..];
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        digits > 0 && rest[digits..].starts_with(" bytes failed")
+    })
 }
 
 /// [`TCMALLOC_ABSURD`]: tcmalloc's "large alloc N bytes" with N over 64 TiB.
@@ -4306,6 +4339,13 @@ mod tests {
             ("Shard process was signaled to shutdown with signal 11", NotMemory),
             ("[ONNXRuntimeError] : 1 : FAIL : LoadLibrary failed with error 126 \"\" when trying to load onnxruntime_providers_cuda.dll", NotMemory),
             ("I've found even in Kaggle it runs out of CUDA memory when it gets to fine-tuning.", Gpu),
+            ("Elasticsearch container docker exited 137", Host),
+            ("tokenizer memory allocation of 1179664 bytes failed", Host),
+            ("It turns out that the RAM (64 GBs) is full and so is the SWAP (6 GB) for some reason.", Host),
+            ("it failed with error that it's out of memory with the ivrit.ai model though the card has 4GB vram.", Gpu),
+            ("RuntimeError: size mismatch, got input (16), mat (16x4096), vec (307200)", NotMemory),
+            ("requests.exceptions.ConnectionError: HTTPSConnectionPool(host='cdn-lfs.huggingface.co', port=443): Read timed out.", NotMemory),
+            ("RuntimeError: torch.cat(): expected a non-empty list of Tensors", NotMemory),
         ];
         for (text, kind) in cases {
             assert_eq!(diagnose(text, None).kind, *kind, "{text}");
