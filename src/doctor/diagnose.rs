@@ -407,6 +407,14 @@ const PT_MPS: Rule = any(
     Kind::Gpu,
     Source::PytorchMps,
 );
+/// spconv's and mmdet3d's CUDA check ("cuda execution failed with error N", `cudaError_t` N): any code but 2
+/// (`cudaErrorMemoryAllocation`) is a kernel's or a launch's fault, not memory.
+const SPCONV_CUDA_ERROR: Rule =
+    check(spconv_cuda_error, Kind::NotMemory, Source::CudaError).with(Hint::CudaFault);
+/// PyTorch's message asking for more than 64 TiB ("Tried to allocate 1048475.67 GiB"): no device has that; the
+/// size was computed wrong.
+const PT_ABSURD: Rule =
+    check(pytorch_absurd, Kind::NotMemory, Source::PytorchCuda).with(Hint::ImpossibleSize);
 /// PyTorch `c10/cuda/CUDACachingAllocator.cpp`: "CUDA out of memory. Tried to allocate …" (also inside the
 /// wrappers of vLLM "CUDA out of memory occurred when warming up sampler" and SGLang "Capture cuda graph
 /// failed: CUDA out of memory").
@@ -551,6 +559,10 @@ const ENGINE_OOM: Rule = any(
         // SGLang's decode retraction (`managers/schedule_batch.py` `retract_decode`): "No space left for only
         // one request, … available_size()=0" — the KV pool, not a disk.
         "no space left for only one request",
+        // xinference's KV budget: "Remaining N kvcache tokens, but your prompt requires M new tokens".
+        "kvcache tokens, but your prompt requires",
+        // DirectML's heap allocator (`dml_heap_allocator.cc`): "DML allocator out of memory!".
+        "dml allocator out of memory",
         // The Chinese words for "not enough video memory" and "the video memory blew up", as Chinese-language
         // runtimes, logs and their users write them.
         "显存不足",
@@ -1164,6 +1176,8 @@ const STORE_DISK: Rule = any(
         // reason "Artifact upload failed:Insufficient disk space".
         "diskquotaerror",
         "insufficient disk space",
+        // "Not enough disk space" in Chinese, as Chinese-language tools print it.
+        "磁盘空间不足",
         "the node was low on resource: ephemeral-storage",
         // kubelet's other eviction wording (`pkg/kubelet/eviction`): "Pod ephemeral local storage usage exceeds
         // the total limit of containers N".
@@ -1305,6 +1319,9 @@ const OOM_KILLER: Rule = any(
         "insufficient ram",
         "out of space on /dev/shm",
         "ggml_malloc: failed to allocate",
+        // MSVC's `std::bad_alloc::what()` is "bad allocation" (ONNX Runtime on Windows: "Exception during
+        // initialization: bad allocation").
+        ": bad allocation",
         "in object store because it is full",
         "fail to alloc memory of",
     ],
@@ -1803,6 +1820,9 @@ const SEGFAULT: Rule = any(
         "signaled to shutdown with signal 11",
         "is killed by signal: aborted",
         "exitcode: -11)",
+        // Exit code 139 = 128 + SIGSEGV (SageMaker's "AlgorithmError: Exit Code: 139", shells, Docker).
+        "exit code: 139",
+        "exit code 139",
         "exitcode: -11 ",
         "exitcode : -11 ",
         "exit code -1073741819",
@@ -2330,7 +2350,9 @@ const RULES: &[Rule] = &[
     PT_MPS,
     ASCEND_OOM,
     GAUDI_DEVMEM,
+    PT_ABSURD,
     PT_CUDA,
+    SPCONV_CUDA_ERROR,
     PT_CUDA_TAIL,
     PT_CUDA_STATS,
     PT_FRACTION,
@@ -3275,6 +3297,24 @@ fn opencv_absurd(s: &Scan) -> Option<usize> {
         .collect();
     let n: f64 = digits.parse().ok()?;
     (n > 70_368_744_177_664.0).then_some(at)
+}
+
+/// [`SPCONV_CUDA_ERROR`]: "cuda execution failed with error N" with N other than 2.
+fn spconv_cuda_error(s: &Scan) -> Option<usize> {
+    const KEY: &str = "cuda execution failed with error ";
+    let at = s.find(KEY)?;
+    let digits: String = s.low[at + KEY.len()..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    (!digits.is_empty() && digits != "2").then(|| s.orig(at))
+}
+
+/// [`PT_ABSURD`]: "Tried to allocate X" with X over 64 TiB.
+fn pytorch_absurd(s: &Scan) -> Option<usize> {
+    let at = s.find("tried to allocate ")?;
+    let gib = parse_size(&s.text[s.orig(at) + "tried to allocate ".len()..])?;
+    (gib > 65_536.0).then(|| s.orig(at))
 }
 
 /// [`PADDLE_ABSURD`]: Paddle's "Cannot allocate X" with X of a petabyte or more.
