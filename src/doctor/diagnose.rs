@@ -3787,6 +3787,14 @@ fn numbers(text: &str, lower: &str, source: Source) -> Numbers {
                     .contains("总容量为")
                     .then(|| size_after(text, lower, "其中"))
                     .flatten()
+            })
+            // PyTorch ≥ 2.1's clause with "of which" garbled by a wrap ("of whi ich 43.61 GiB is free"),
+            // read at its own "is free" only beside its "total capacity of".
+            .or_else(|| {
+                lower
+                    .contains("total capacity of")
+                    .then(|| size_before(text, lower, " is free"))
+                    .flatten()
             }),
         allocated_gib: size_before(text, lower, "memory has been allocated")
             .or_else(|| size_after(text, lower, "of the allocated memory"))
@@ -4256,6 +4264,9 @@ mod tests {
         // A fixed-width wrap cutting "total" in two.
         let d = diagnose("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU  has a to\ntal capacity of 23.67 GiB of which 1.59 GiB is free.", None);
         near(d.numbers.total_gib, 23.67);
+        // A wrap that repeats letters inside "of which": the free figure is still read at "is free".
+        let d = diagnose("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 84.20 GiB. GPU 0 has a total capacity of 47.54 GiB of whi ich 43.61 GiB is free.", None);
+        near(d.numbers.free_gib, 43.61);
         // The BFC allocator's "not a failure" warning is not the failed request.
         let d = diagnose("XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1073741824 bytes.\nW bfc_allocator.cc:310] Allocator (GPU_0_bfc) ran out of memory trying to allocate 3.37GiB with freed_by_count=0. The caller indicates that this is not a failure, but this may mean that there could be performance gains if more memory were available.", None);
         assert_eq!(d.kind, Kind::Gpu);
