@@ -149,8 +149,26 @@ fn cmd_estimate(args: &[&str], json: bool) -> Result<(), String> {
         );
     } else {
         print!("{}", render_estimate(&est));
+        print!("{}", render_block_replay(&job));
     }
     Ok(())
+}
+
+/// The allocator's totals replayed block by block, where the job is one the replay describes (a training
+/// step on one GPU or under DDP; see `model::block_replay`); empty elsewhere.
+pub fn render_block_replay(job: &crate::model::Job) -> String {
+    let Some(b) = crate::model::block_replay(job) else {
+        return String::new();
+    };
+    format!(
+        "\nallocator replayed block by block (CUDACachingAllocator rules, two steps):\n  {:<38}{:>12}\n  {:<38}{:>12}\n  {:<38}{:>12}\n",
+        "reserve beside the tensors",
+        fmt_gib(b.reserve),
+        "wholly free cached segments",
+        fmt_gib(b.cache),
+        "peak reserved (max_memory_reserved)",
+        fmt_gib(b.peak_reserved)
+    )
 }
 
 /// The human-readable breakdown.
@@ -228,6 +246,7 @@ fn cmd_eval(args: &[&str], json: bool) -> Result<(), String> {
             serde_json::to_string(&job).map_err(|e| e.to_string())?
         );
         print!("{}", render_estimate(&crate::model::estimate(&job)));
+        print!("{}", render_block_replay(&job));
         let r = eval::evaluate_case(&case)?;
         println!(
             "compared {}: predicted {:.2} GiB, measured {:.2} GiB ({:+.1}%)",
@@ -636,6 +655,20 @@ fn cmd_bench(args: &[&str]) -> Result<(), String> {
         "estimate: {:.2} µs per call over {n} calls (checksum {:.1} GiB)",
         per * 1e6,
         to_gib(sink) / f64::from(n.max(1))
+    );
+    let replays = (n / 1000).max(1);
+    let start = std::time::Instant::now();
+    let mut replayed = 0.0;
+    for i in 0..replays {
+        job.micro_batch = 1 + i % 8;
+        replayed +=
+            crate::model::block_replay(std::hint::black_box(&job)).map_or(0.0, |b| b.peak_reserved);
+    }
+    let per_replay = start.elapsed().as_secs_f64() / f64::from(replays);
+    println!(
+        "block replay: {:.0} µs per call over {replays} calls (checksum {:.1} GiB)",
+        per_replay * 1e6,
+        to_gib(replayed) / f64::from(replays)
     );
     let passes = (n / 100).max(1);
     let forms = [

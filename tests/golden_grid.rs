@@ -378,10 +378,14 @@ fn peak_allocated_matches_the_fake_tensor_oracle() {
 /// `max_memory_reserved` against the oracle's replay of the job's real malloc/free stream through a model of
 /// `CUDACachingAllocator.cpp` (`sim_max_reserved_gib`, default allocator settings, two steps). This is the
 /// caching allocator's own algorithm on the exact allocation timeline, so the gap is what vramfit's reserve
-/// terms (fixed part, fragmentation of short-lived memory) still miss. Reported; the median is held.
+/// still misses: the estimate's fitted reserve (fixed part, share of short-lived memory), and the block
+/// replay of the estimate's own tensors ([`vramfit::model::block_replay`], for the jobs its program
+/// describes; the others count with the fitted figure). Reported; the medians are held, and the block replay
+/// must under-predict by more than 3% less often than the fitted reserve.
 #[test]
 fn peak_reserved_against_the_allocator_simulation() {
-    let mut errs = Vec::new();
+    let (mut fitted, mut blocks) = (Vec::new(), Vec::new());
+    let mut replayed = 0;
     for line in GRID.lines().filter(|l| !l.trim().is_empty()) {
         let rec: Value = serde_json::from_str(line).unwrap();
         let Some(sim) = rec["sim_max_reserved_gib"].as_f64() else {
@@ -390,19 +394,42 @@ fn peak_reserved_against_the_allocator_simulation() {
         if rec.get("error").is_some() || !represents_real_runs(&rec) {
             continue;
         }
-        let e = estimate(&job_of(&rec));
-        errs.push((e.peak_reserved / 1073741824.0 - sim) / sim * 100.0);
+        let job = job_of(&rec);
+        let e = estimate(&job);
+        let err = |reserved: f64| (reserved / 1073741824.0 - sim) / sim * 100.0;
+        fitted.push(err(e.peak_reserved));
+        let block = match vramfit::model::block_replay(&job) {
+            Some(b) => {
+                replayed += 1;
+                b.peak_reserved
+            }
+            None => e.peak_reserved,
+        };
+        blocks.push(err(block));
     }
-    let under = errs.iter().filter(|e| **e < -3.0).count();
-    let mut abs: Vec<f64> = errs.iter().map(|e| e.abs()).collect();
-    abs.sort_by(f64::total_cmp);
-    let (median, p90) = (percentile(&abs, 0.5), percentile(&abs, 0.9));
+    let summary = |errs: &[f64]| {
+        let under = errs.iter().filter(|e| **e < -3.0).count();
+        let mut abs: Vec<f64> = errs.iter().map(|e| e.abs()).collect();
+        abs.sort_by(f64::total_cmp);
+        (percentile(&abs, 0.5), percentile(&abs, 0.9), under)
+    };
+    let (median, p90, under) = summary(&fitted);
     println!(
         "golden grid reserved: n={} median_abs_pct={median:.2} p90_abs_pct={p90:.2} under_3pct={under}",
-        abs.len()
+        fitted.len()
     );
-    assert!(abs.len() >= 200);
+    let (b_median, b_p90, b_under) = summary(&blocks);
+    println!(
+        "golden grid reserved, block replay: n={} replayed={replayed} median_abs_pct={b_median:.2} p90_abs_pct={b_p90:.2} under_3pct={b_under}",
+        blocks.len()
+    );
+    assert!(fitted.len() >= 200 && replayed >= 150);
     assert!(median <= 4.0, "median {median:.2}%");
+    assert!(b_median <= 3.0, "block replay median {b_median:.2}%");
+    assert!(
+        b_under < under,
+        "block replay under-predicts {b_under} jobs, the fitted reserve {under}"
+    );
 }
 
 /// A padding mask (dynamic padding) on Llama 3.2 1B, LoRA r16 all-linear, batch 2, no checkpointing, from

@@ -14,6 +14,7 @@
 
 use super::activations::{backward_peak, BackwardPeak};
 use super::adapters::adapter_bytes;
+use super::alloc_program::{replay_training, LayerTensors, Replayed, TrainingProgram};
 use super::allocator::{self, Replay};
 use super::arch::ParamCounts;
 use super::band::{band, Band};
@@ -276,6 +277,44 @@ pub fn estimate(job: &Job) -> Estimate {
     }
 }
 
+/// The caching allocator's totals for a training step replayed block by block
+/// ([`super::alloc_program`]), where the job is one the step's program describes ([`training_program`]);
+/// `None` elsewhere. Its reserve and cache come from `CUDACachingAllocator.cpp`'s rules run on the estimate's
+/// own tensors rather than from the fitted shares of [`allocator::replay`]; it costs two steps' allocations
+/// (0.1–2 ms), so the page's interactive estimate keeps the fitted reserve and this is the CLI's.
+pub fn block_replay(job: &Job) -> Option<BlockReplay> {
+    let (job, _) = super::normalize::normalize(job);
+    let job = &job;
+    let s = Shapes::of(job);
+    let terms = Terms::of(job, &s);
+    let program = training_program(job, &s, &terms)?;
+    let blocks: Replayed = replay_training(&program);
+    let timeline = timeline(job, &s, &terms);
+    let peak_allocated = allocator::replay(&timeline).peak_allocated;
+    let reserve = (blocks.peak_needed - blocks.peak_allocated).max(0.0);
+    let cache = (blocks.peak_reserved - blocks.peak_needed).max(0.0);
+    Some(BlockReplay {
+        peak_allocated,
+        reserve,
+        cache,
+        peak_reserved: peak_allocated + reserve + cache,
+    })
+}
+
+/// [`block_replay`]'s figures, bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct BlockReplay {
+    /// `max_memory_allocated` (the estimate's).
+    pub peak_allocated: f64,
+    /// Reserved beyond the tensors that the allocator could not give back before an out-of-memory error
+    /// (segments split between live and free blocks).
+    pub reserve: f64,
+    /// Wholly free cached segments at the peak, which the allocator frees and retries with before failing.
+    pub cache: f64,
+    /// `max_memory_reserved`: the estimate's tensors, the reserve and the cache.
+    pub peak_reserved: f64,
+}
+
 /// Every term of a job, each from its own file.
 struct Terms {
     weights: WeightBytes,
@@ -387,6 +426,234 @@ fn vision_rates(job: &Job, s: &Shapes, opt: &OptimizerBytes) -> vision::Rates {
         paged: opt.paged,
         step_temp: opt.step_temp > 0.0 && !super::full_tuning::uses_svd(job.optimizer),
     }
+}
+
+/// The step's tensors for the block-level allocator replay ([`super::alloc_program`]), where the job is
+/// one the program describes: a plain decoder (no recurrent layers, no vision tower) trained on one GPU or
+/// under DDP, full or LoRA/QLoRA, with its logits in full (upcast for the loss) or none (a fused loss),
+/// no side models, no offload and no in-backward update. Elsewhere the estimate keeps the allocator's
+/// fitted reserve ([`allocator::replay`]).
+fn training_program(job: &Job, s: &Shapes, t: &Terms) -> Option<TrainingProgram> {
+    use super::activations as act;
+    use super::job::{LossImpl, Mode};
+    let arch = &job.arch;
+    let side = &t.side;
+    let plain_loss = match job.loss {
+        LossImpl::Fp32Logits => true,
+        LossImpl::TrlFusedHead => !super::loss::runs_trl_fused_head(job),
+        LossImpl::Fused => true,
+        _ => false,
+    };
+    let in_scope = job.is_training()
+        && matches!(job.mode, Mode::Full | Mode::Lora | Mode::Qlora)
+        && job.parallelism == Parallelism::Ddp
+        && job.objective == super::preference::Objective::Sft
+        && plain_loss
+        && s.tensor_split == 1.0
+        && s.stage_share == 1.0
+        && !s.param_offloaded
+        && !s.optimizer_offloaded
+        && arch.stack().is_none()
+        && t.vision.params == 0.0
+        && side.reference + side.value_static + side.reward + side.engine_training == 0.0
+        && !full_tuning::fused_update(job)
+        && job.checkpointing != super::job::Checkpointing::Offload
+        && arch.layers > 0;
+    if !in_scope {
+        return None;
+    }
+    let layers = f64::from(arch.layers);
+    let h = f64::from(arch.hidden);
+    let p = &s.params;
+    let w = &t.weights;
+    // Weight matrices of a layer, by shape, scaled to the layer's stored bytes.
+    let (q, kv) = (arch.q_width(), arch.kv_width());
+    let mut shapes: Vec<f64> = vec![h * q, h * kv, h * kv, q * h];
+    match arch.moe {
+        Some(m) => {
+            let ei = f64::from(m.expert_intermediate) * h * f64::from(m.experts);
+            shapes.extend([2.0 * ei, ei]);
+            if m.shared_intermediate > 0 {
+                shapes.extend([f64::from(m.shared_intermediate) * h; 3]);
+            }
+        }
+        None => {
+            let i = f64::from(arch.intermediate) * h;
+            let n = if arch.mlp == super::arch::MlpKind::Gated {
+                3
+            } else {
+                2
+            };
+            shapes.extend(std::iter::repeat_n(i, n));
+        }
+    }
+    let shape_sum: f64 = shapes.iter().sum();
+    let embedding = p.embedding * s.working;
+    let head = if s.head_quantized > 0.0 {
+        0.0
+    } else {
+        p.lm_head * s.working
+    };
+    let layer_weights = ((w.quantized + w.plain - embedding - head) / layers).max(0.0);
+    let weights: Vec<f64> = shapes
+        .iter()
+        .map(|x| layer_weights * x / shape_sum)
+        .collect();
+    let adapters_per_layer = t.adapters / layers;
+    let adapter_tensors: Vec<f64> = if adapters_per_layer > 0.0 {
+        vec![adapters_per_layer / 14.0; 14]
+    } else {
+        Vec::new()
+    };
+    let stored = t.gradients.stored;
+    let (layer_grads, outer_grads) = if job.mode == Mode::Full {
+        let per_param = if s.trainable > 0.0 {
+            stored / s.trainable
+        } else {
+            0.0
+        };
+        let layer_params = (p.total - p.embedding - p.lm_head) / layers;
+        (
+            shapes
+                .iter()
+                .map(|x| per_param * layer_params * x / shape_sum)
+                .collect(),
+            [p.embedding, p.lm_head]
+                .iter()
+                .filter(|n| **n > 0.0)
+                .map(|n| n * per_param)
+                .collect(),
+        )
+    } else if t.adapters > 0.0 {
+        let ratio = stored / t.adapters;
+        (
+            adapter_tensors.iter().map(|a| a * ratio).collect(),
+            Vec::new(),
+        )
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let o = &t.optimizer;
+    let tokens = s.tokens;
+    let ckpt = job.checkpointing == super::job::Checkpointing::Layer;
+    let scores = act::score_matrices_per_token(arch, job, s.seq) * tokens;
+    let adapters_saved = act::adapter_bytes_per_layer(job, arch);
+    let saved =
+        act::layer_bytes_per_token(arch, job).per_rank(1.0) * tokens + adapters_saved + scores;
+    let recomputed = act::largest_layer_bytes_per_token(arch, job).per_rank(1.0) * tokens
+        + adapters_saved
+        + scores;
+    let layer = LayerTensors {
+        weights,
+        grads: layer_grads,
+        adapters: adapter_tensors,
+        saved,
+        checkpoint: if ckpt {
+            act::residual_bytes(job) * h * tokens
+        } else {
+            0.0
+        },
+        recomputed: if ckpt { recomputed } else { 0.0 },
+        backward: act::layer_backward_bytes_per_token(arch, job).per_rank(1.0) * tokens,
+    };
+    let logits_elem = if job.loss == LossImpl::Fused || !job.objective.has_vocab_logits() {
+        0.0
+    } else if job.precision == Precision::Fp32 {
+        4.0
+    } else {
+        2.0
+    };
+    let mlp = match arch.moe {
+        Some(m) => f64::from(m.expert_intermediate),
+        None => f64::from(arch.intermediate),
+    };
+    Some(TrainingProgram {
+        tokens,
+        hidden_row: s.act_bytes * h,
+        mlp_row: s.act_bytes * mlp,
+        layer_rows: layer_rows(job, s, mlp),
+        embedding,
+        head,
+        layer,
+        layers: arch.layers,
+        final_norm: act::final_norm_bytes_per_token(arch, job) * tokens,
+        logits_elem,
+        logits: tokens * f64::from(arch.vocab),
+        upcast: logits_elem < 4.0,
+        keeps_logits: t.retained_logits > 0.0,
+        outer_grads,
+        state_ratio: if stored > 0.0 {
+            o.states_allocated() / stored
+        } else {
+            0.0
+        },
+        temp_ratio: if stored > 0.0 {
+            o.step_temp / stored
+        } else {
+            0.0
+        },
+        grads_persist: s.grads_persist,
+    })
+}
+
+/// The tensors one decoder layer saves in forward, in the order it makes them, bytes per token (the
+/// saved-tensor list of [`super::activations::layer_bytes_per_token`], tensor by tensor): the input norm's
+/// fp32 input (and its normalized output when the weight trains), the projections' input (shared when the
+/// weights train) and each adapter's own cast of it (fp32 for PEFT's fp32 adapters, 16-bit under
+/// autocast), q, k, v and the attention output, the output projection's adapter input, the second norm, the
+/// MLP's inputs, its gate, up and activation outputs (and their product when `down` trains), and the down
+/// projection's adapter input.
+fn layer_rows(job: &Job, s: &Shapes, mlp: f64) -> Vec<f64> {
+    use super::job::{Mode, Module};
+    let arch = &job.arch;
+    let ab = s.act_bytes;
+    let h = f64::from(arch.hidden);
+    let (q, kv) = (arch.q_width(), arch.kv_width());
+    let trained = job.mode == Mode::Full;
+    let lora = matches!(job.mode, Mode::Lora | Mode::Qlora);
+    let cast = if super::activations::autocast(job) || job.stack == super::stack::Stack::Torchtune {
+        ab
+    } else {
+        4.0
+    };
+    let adapted = |m: Module| lora && arch.adapts(m, &job.lora.targets);
+    let mut rows = Vec::with_capacity(24);
+    let norm = |rows: &mut Vec<f64>| {
+        rows.push(4.0 * h);
+        if trained {
+            rows.push(super::activations::residual_bytes(job) * h);
+        }
+    };
+    norm(&mut rows);
+    if trained {
+        rows.push(ab * h);
+    }
+    for m in [Module::Q, Module::K, Module::V] {
+        if adapted(m) {
+            rows.push(cast * h);
+        }
+    }
+    rows.extend([ab * q, ab * kv, ab * kv, ab * q]);
+    if adapted(Module::O) {
+        rows.push(cast * q);
+    }
+    norm(&mut rows);
+    if trained {
+        rows.push(ab * h);
+    }
+    for m in [Module::Gate, Module::Up] {
+        if adapted(m) {
+            rows.push(cast * h);
+        }
+    }
+    rows.extend([ab * mlp; 3]);
+    if trained {
+        rows.push(ab * mlp);
+    }
+    if adapted(Module::Down) {
+        rows.push(cast * mlp);
+    }
+    rows
 }
 
 /// The moments of the job's step, each with every term alive in it.

@@ -7,10 +7,12 @@
 
 pub mod activations;
 pub mod adapters;
+pub mod alloc_program;
 pub mod allocator;
 pub mod arch;
 pub mod band;
 pub mod cache;
+pub mod caching_allocator;
 pub mod estimate;
 pub mod full_tuning;
 pub mod gradients;
@@ -39,7 +41,8 @@ pub use arch::{
 };
 pub use band::{band, Band, BandKind};
 pub use estimate::{
-    estimate, Component, Estimate, HostComponent, Part, Phase, Warning, CUDA_CONTEXT_GIB,
+    block_replay, estimate, BlockReplay, Component, Estimate, HostComponent, Part, Phase, Warning,
+    CUDA_CONTEXT_GIB,
 };
 pub use host::HOST_RUNTIME_GIB;
 pub use job::{
