@@ -1,6 +1,7 @@
 //! PyTorch's caching allocator over a step's timeline: from what each moment allocates, what it reserves
 //! (`max_memory_reserved`), and how much of that the allocator would free before reporting out-of-memory.
 
+use super::estimate::Phase;
 use super::timeline::Timeline;
 use crate::bytes::GIB;
 
@@ -49,6 +50,14 @@ pub struct Replay {
 ///   ([`ALLOCATOR_VARIABLE_SHARE`] × its bytes). Before reporting out-of-memory the allocator frees every
 ///   unused cached block and retries (`c10/cuda/CUDACachingAllocator.cpp`, `release_cached_blocks`), so
 ///   these do not decide whether a job fits.
+/// - The end of backward and the optimizer step come after backward has freed its short-lived memory; the
+///   allocator keeps those blocks, and the gradients, states and step temporaries that follow split them
+///   where they fit and take new segments where they do not, so the fragments stay reserved: these moments
+///   carry the reserve of backward's short-lived bytes beyond their own. The block-level replay
+///   ([`super::alloc_program`]) shows it on full fine-tunes, where the optimizer step is the peak: 2–5% of
+///   the allocated bytes stay reserved and unreleasable there, where their own (held) bytes gave 0.3 GiB.
+///   On the grid against the oracle's replay, full fine-tunes with checkpointing went from 8.8% to 3.8% at
+///   the 90th percentile, without from 11.3% to 6.9%.
 /// - The followed moment is the one that reserves the most; where the timeline ranks by need, the one whose
 ///   reserved total less its freeable cache is largest (the first on ties).
 pub fn replay(timeline: &Timeline) -> Replay {
@@ -74,8 +83,15 @@ pub fn replay(timeline: &Timeline) -> Replay {
     // A step has a handful of moments: their figures on the stack, not the heap.
     let mut figures = [(0.0, 0.0, 0.0); 8];
     let count = timeline.moments.len().min(figures.len());
+    let mut freed = 0.0_f64;
     for (f, m) in figures.iter_mut().zip(&timeline.moments) {
         *f = figure(m);
+        if matches!(m.phase, Phase::EndOfBackward | Phase::OptimizerStep) && freed > m.transient {
+            f.1 += ALLOCATOR_TRANSIENT_SHARE * (freed - m.transient);
+        }
+        if m.phase == Phase::Backward {
+            freed = freed.max(m.transient);
+        }
     }
     let figures = &figures[..count];
     let rank = |f: &(f64, f64, f64)| {
@@ -94,10 +110,7 @@ pub fn replay(timeline: &Timeline) -> Replay {
     let peak_allocated = figures.iter().map(|f| f.0).fold(0.0_f64, f64::max);
     let peak_reserved = figures.iter().map(|f| f.1).fold(0.0_f64, f64::max);
     let (reserve, cache) = match (timeline.moments.get(moment), figures.get(moment)) {
-        (Some(m), Some(f)) => (
-            reserve_of(m.transient),
-            f.2 + (peak_reserved - f.1).max(0.0),
-        ),
+        (Some(_), Some(f)) => (f.1 - f.0 - f.2, f.2 + (peak_reserved - f.1).max(0.0)),
         _ => (0.0, 0.0),
     };
     Replay {
@@ -161,5 +174,25 @@ mod tests {
         let r = replay(&timeline(vec![backward, step], false));
         assert_eq!(r.moment, 0);
         assert_eq!(r.peak_allocated, 18.0 * GIB);
+    }
+
+    /// The optimizer step keeps what backward's freed blocks left reserved: backward held 10 GiB and freed
+    /// 8 GiB of activations; the step holds 22 GiB with nothing short-lived of its own, and reserves
+    /// 22 + 0.3 + 0.35 × 8 = 25.1 GiB, the peak, with the carried 3.1 GiB as its reserve.
+    #[test]
+    fn the_optimizer_step_carries_backward_fragments() {
+        let mut backward = Moment::new(Phase::Backward);
+        backward
+            .held(Component::Weights, 10.0 * GIB)
+            .transient(Component::Activations, 8.0 * GIB);
+        let mut step = Moment::new(Phase::OptimizerStep);
+        step.held(Component::Weights, 10.0 * GIB)
+            .held(Component::Gradients, 7.0 * GIB)
+            .held(Component::OptimizerStates, 5.0 * GIB);
+        let r = replay(&timeline(vec![backward, step], false));
+        assert_eq!(r.moment, 1);
+        assert!((r.peak_reserved - 25.1 * GIB).abs() < 1.0);
+        assert!((r.reserve - 3.1 * GIB).abs() < 1.0);
+        assert_eq!(r.cache, 0.0);
     }
 }

@@ -51,9 +51,9 @@ impl BandKind {
     /// the unit test below checks the table is ordered and brackets 1).
     pub fn ratio_range(self) -> (f64, f64) {
         match self {
-            BandKind::Full => (0.69, 1.26),
+            BandKind::Full => (0.69, 1.24),
             BandKind::Lora => (0.99, 1.36),
-            BandKind::Qlora => (0.74, 1.25),
+            BandKind::Qlora => (0.75, 1.25),
             BandKind::Inference => (0.95, 1.05),
         }
     }
