@@ -616,6 +616,13 @@ const DML_VIDEO_MEMORY: Rule = any(
     Source::DirectMl,
 );
 const DML_OOM: Rule = check(dml_out_of_memory, Kind::Gpu, Source::DirectMl);
+/// Caffe2's `CUDA_ENFORCE` (`caffe2/core/common_gpu.h`): "[enforce fail at event_gpu.cc:17] error ==
+/// cudaSuccess. 2 vs 0. Error at: …: out of memory": error 2 is `cudaErrorMemoryAllocation`.
+const CAFFE2_CUDA_OOM: Rule = any(
+    &["error == cudasuccess. 2 vs 0"],
+    Kind::Gpu,
+    Source::CudaError,
+);
 /// A sample's own CUDA check printing `cudaGetErrorString` ("cuda failure: file:line: 'out of memory'", the
 /// TensorRT samples' `CHECK` macro).
 const CUDA_FAILURE_OOM: Rule = check(cuda_failure_oom, Kind::Gpu, Source::PytorchCuda);
@@ -834,6 +841,11 @@ const OPENCV_ALLOC: Rule = any(
 /// hold 32 TiB): a size computed wrong, not memory.
 const OPENCV_ABSURD: Rule =
     check(opencv_absurd, Kind::NotMemory, Source::OpenCv).with(Hint::ImpossibleSize);
+/// ggml's aligned allocator (`ggml.c` `ggml_aligned_malloc`: "insufficient memory (attempted to allocate X
+/// MB)") asking for more than 64 TiB: a size that wrapped around (a negative size read as unsigned, 16 EiB),
+/// not memory.
+const GGML_ABSURD: Rule =
+    check(ggml_absurd, Kind::NotMemory, Source::LlamaCpp).with(Hint::ImpossibleSize);
 /// Rust's allocation failure handler (`std::alloc::handle_alloc_error`, as tokenizers, candle or polars abort
 /// with it): "memory allocation of N bytes failed" — the host's heap.
 const RUST_ALLOC: Rule = check(rust_alloc_failure, Kind::Host, Source::CpuAllocator);
@@ -1026,6 +1038,9 @@ const XLA_TPU: Rule = any(
         "program hbm requirement",
         "ran out of memory in memory space",
         "that was not possible. there are",
+        // The TPU runtime's allocator: "RESOURCE_EXHAUSTED: Could not allocate N bytes in memory 0x0x0_HBM0;
+        // X bytes allocatable, Y bytes available".
+        "bytes allocatable, ",
         "at the bottom of memory. that was not possible",
     ],
     Kind::Gpu,
@@ -1248,6 +1263,9 @@ const LOADER_KILLED: Rule = any(
 const OOM_KILLER: Rule = any(
     &[
         "out of memory: killed process",
+        // Kernels before 4.x (`mm/oom_kill.c`): "Out of memory: Kill process N (name) score N or sacrifice
+        // child".
+        "or sacrifice child",
         "invoked oom-killer",
         "oom-kill:",
         "total-vm:",
@@ -1255,6 +1273,9 @@ const OOM_KILLER: Rule = any(
         // kubelet's eviction message (`pkg/kubelet/eviction/helpers.go`): "The node was low on resource:
         // memory."
         "the node was low on resource: memory",
+        // The kubelet's pod rejection or eviction under its node condition (`pkg/kubelet/lifecycle`): "The node
+        // had condition: [MemoryPressure]".
+        "the node had condition: [memorypressure]",
         "memory cgroup out of memory",
         "oom-kill event",
         "oom_kill event",
@@ -1265,6 +1286,12 @@ const OOM_KILLER: Rule = any(
         // Slurm's `jobacct_gather` memory enforcement (`slurmstepd`): "Job N exceeded memory limit (X > Y),
         // being killed", "Exceeded job memory limit".
         "exceeded job memory limit",
+        // Slurm's `jobacct_gather` for a step: "Exceeded step memory limit at some point."
+        "exceeded step memory limit",
+        // PBS/Torque's MOM: "PBS: job killed: mem job total N kb exceeded limit N kb", "Job exceeded a memory
+        // resource limit (vmem, pvmem, etc.). Job was aborted".
+        "pbs: job killed: mem",
+        "job exceeded a memory resource limit",
         "exceeded memory limit (",
         // Hugging Face Spaces' runtime error when a Space's container passes its RAM: "Memory limit exceeded
         // (16Gi)".
@@ -1374,6 +1401,8 @@ const SIGKILL_PHRASES: &[&str] = &[
     // gdb: "Program terminated with signal SIGKILL, Killed."; a launcher's "exit code -9" (SIGKILL's
     // negative return code from `subprocess`).
     "terminated with signal sigkill",
+    // gcc's driver (`collect2`, `gcc.c`): "ld terminated with signal 9 [Killed]", a linker the OOM killer hit.
+    "terminated with signal 9 [killed]",
     "exit code -9 ",
     "exit code -9.",
     "exit code: -9 ",
@@ -1576,6 +1605,9 @@ const DRIVER: Rule = any(
         // XLA `stream_executor/cuda/cuda_dnn.cc`: "Loaded runtime CuDNN library: X but source was compiled
         // with: Y. CuDNN library needs to have matching major version and equal or higher minor version."
         "cudnn library needs to have matching major version",
+        // `cudaErrorInsufficientDriver` (35) as CUDA 11+ spells it: "system has unsupported display driver /
+        // cuda driver combination".
+        "unsupported display driver / cuda driver combination",
     ],
     Kind::NotMemory,
     Source::DriverTooOld,
@@ -1635,6 +1667,28 @@ const SETUP_OR_IO: Rule = any(
         // The NVIDIA kernel driver's Xid report (`NVRM: Xid (PCI:…): N, …`): a GPU fault, reset or timeout.
         "nvrm: xid",
         "[errno 16] device or resource busy",
+        // Other file-system errors that are not a full disk: ENOTEMPTY renaming a checkpoint folder ("[Errno 39]
+        // Directory not empty"), EROFS ("[Errno 30] Read-only file system"), SQLite's corrupt file ("database
+        // disk image is malformed").
+        "[errno 39] directory not empty",
+        "[errno 30] read-only file system",
+        "database disk image is malformed",
+        // A port taken (EADDRINUSE: c10d's "failed to bind to [::]:29500 (errno: 98 - Address already in use)").
+        "address already in use",
+        // Slurm's wall-clock limit: "CANCELLED AT … DUE TO TIME LIMIT".
+        "due to time limit",
+        // llama.cpp's old GGML file notice: "can't use mmap because tensors are not aligned".
+        "can't use mmap because tensors are not aligned",
+        // The browser's `localStorage` quota (`QuotaExceededError`: "Failed to execute 'setItem' on 'Storage':
+        // Setting the value of 'x' exceeded the quota"): a web page's key-value store, not RAM or disk.
+        "failed to execute 'setitem' on 'storage'",
+        // TVM's memory manager (`src/runtime/memory/memory_manager.cc`) asked for bytes in a planned region of 0
+        // bytes: "storage allocation failure, attempted to allocate N at offset 0 in region that is 0bytes".
+        "in region that is 0bytes",
+        // Unsloth's "currently does not support multi GPU setups".
+        "does not support multi gpu",
+        // torch.distributed.elastic `SignalException` for SIGHUP/SIGTERM: "Process N got signal: 1" / "15".
+        "got signal: 1",
         "errorimpactinginteractivity",
     ],
     Kind::NotMemory,
@@ -1865,8 +1919,17 @@ const CONTEXT_LENGTH: Rule = any(
 .with(Hint::ContextLength);
 /// Too many open files: `EMFILE` ("[Errno 24] Too many open files", "Too many open files. Communication with
 /// the workers is no longer possible", PyTorch `torch/utils/data/dataloader.py`): a descriptor limit.
-const OPEN_FILES: Rule =
-    any(&["too many open files"], Kind::NotMemory, Source::Unknown).with(Hint::OpenFiles);
+const OPEN_FILES: Rule = any(
+    &[
+        "too many open files",
+        // `multiprocessing.reduction.recvfds` ("received 0 items of ancdata"): a DataLoader worker could not
+        // pass a descriptor, the descriptor limit again (PyTorch's multiprocessing notes: file_system sharing).
+        "received 0 items of ancdata",
+    ],
+    Kind::NotMemory,
+    Source::Unknown,
+)
+.with(Hint::OpenFiles);
 /// A peer's connection closed: NCCL `include/socket.h` "NCCL WARN Net : Connection closed by remote peer",
 /// gloo `gloo/transport/tcp/pair.cc` ("Connection closed by peer", "Connection reset by peer"). Another
 /// process died or the network failed; its own log holds the cause.
@@ -2120,6 +2183,8 @@ const SIGILL: Rule = any(
         "illegal hardware instruction",
         "illegal instruction (core dumped)",
         "fatal python error: illegal instruction",
+        // gdb: "Program received signal SIGILL, Illegal instruction."
+        "received signal sigill",
         "signal 4 (sigill)",
         "<signals.sigill: 4>",
     ],
@@ -2280,6 +2345,9 @@ const NOT_EXHAUSTION: Rule = any(
         // archive" — the path cannot be opened (a missing folder, no permission); a full disk fails the writes
         // ("failed writing file") instead.
         "pytorchstreamwriter failed opening archive",
+        // TensorFlow's sparse matmul on the GPU (`sparse_tensor_dense_matmul_op.cc`): "Cannot use GPU when
+        // output.shape[1] * nnz(a) > 2^31", a 32-bit index limit.
+        "cannot use gpu when output.shape[1] * nnz(a) > 2^31",
         // LM Studio's loader with no engine for the file's format: "No LM Runtime found for model format".
         "no lm runtime found for model format",
         // llama.cpp's loader (`llama-model-loader.cpp`): "tensor '…' data is not within the file bounds, model
@@ -2337,8 +2405,13 @@ const DEVICE_FAULTS: Rule = any(
 .with(Hint::CudaFault);
 /// LM Studio's loading guardrail: "Model loading was stopped due to insufficient system resources. … this model
 /// requires approximately X GB of memory": the machine's RAM (unified memory on a Mac) would not hold it.
+/// Unsloth's loader refuses the same way: "About X GB of this model does not fit in GPU memory and would run
+/// from system RAM. Only about Y GB is available …": the part beyond the GPU would live in host RAM.
 const LMSTUDIO_GUARDRAIL: Rule = any(
-    &["model loading was stopped due to insufficient system resources"],
+    &[
+        "model loading was stopped due to insufficient system resources",
+        "run from system ram. only about",
+    ],
     Kind::Host,
     Source::CpuAllocator,
 );
@@ -2370,6 +2443,7 @@ const RULES: &[Rule] = &[
     SOPHON_GMEM,
     OPENCV_ABSURD,
     TCMALLOC_ABSURD,
+    GGML_ABSURD,
     OPENCV_ALLOC,
     RUST_ALLOC,
     CUBLAS_ALLOC,
@@ -2388,6 +2462,7 @@ const RULES: &[Rule] = &[
     DML_VIDEO_MEMORY,
     DML_OOM,
     CUDA_FAILURE_OOM,
+    CAFFE2_CUDA_OOM,
     MINDSPORE_DEVICE,
     DIFFUSION_UI_OOM,
     VLLM_RS_KV,
@@ -3284,6 +3359,18 @@ fn tcmalloc_absurd(s: &Scan) -> Option<usize> {
             .parse::<f64>()
             .is_ok_and(|n| n > 70_368_744_177_664.0)
     })
+}
+
+/// [`GGML_ABSURD`]: ggml's "attempted to allocate X MB" with X over 64 TiB (67,108,864 MB).
+fn ggml_absurd(s: &Scan) -> Option<usize> {
+    const KEY: &str = "insufficient memory (attempted to allocate ";
+    let at = s.find(KEY)?;
+    let number: String = s.low[at + KEY.len()..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let mb: f64 = number.parse().ok()?;
+    (mb > 67_108_864.0).then(|| s.orig(at))
 }
 
 /// [`OPENCV_ABSURD`]: OpenCV's "Failed to allocate N bytes" with N over 64 TiB.
