@@ -318,6 +318,28 @@ pub fn render_report(r: &Report) -> String {
             row.kind, row.n, row.p10, row.p90
         ));
     }
+    // The block replay beside the fitted reserve, on the tier A/B reserved readings in its scope.
+    let replayed: Vec<eval::CaseResult> = tier_ab()
+        .filter_map(|c| {
+            c.replayed_gib.map(|g| eval::CaseResult {
+                predicted_gib: g,
+                error_pct: (g - c.measured_gib) / c.measured_gib * 100.0,
+                ..c.clone()
+            })
+        })
+        .collect();
+    let fitted = tier_ab().filter(|c| c.replayed_gib.is_some());
+    let (f, b) = (eval::stats(fitted.clone()), eval::stats(&replayed));
+    out.push_str(&format!(
+        "tier=A+B reserved, block replay: n={} median_abs_pct={:.1} p90_abs_pct={:.1} under_predicted_10pct={} (fitted reserve on the same cases: {:.1} / {:.1} / {})\n",
+        b.n,
+        b.median_abs_pct,
+        b.p90_abs_pct,
+        eval::under_predicted(&replayed),
+        f.median_abs_pct,
+        f.p90_abs_pct,
+        eval::under_predicted(fitted)
+    ));
     let st = eval::stats(&r.results);
     out.push_str(&format!(
         "summary: evaluated={} skipped={} median_abs_pct={:.1} p90_abs_pct={:.1}\n",

@@ -26,6 +26,10 @@ pub struct CaseResult {
     pub error_pct: f64,
     /// Which error band the job draws from.
     pub band_kind: BandKind,
+    /// For a reserved-memory reading of one GPU: `max_memory_reserved` from the block-level replay of the
+    /// caching allocator ([`crate::model::block_replay`]), where the job is in its scope.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replayed_gib: Option<f64>,
 }
 
 /// A case that could not be evaluated, and why.
@@ -456,6 +460,11 @@ pub fn evaluate_case(case: &Value) -> Result<CaseResult, String> {
         pick(&job) * f64::from(job.gpus)
     };
     let predicted_gib = predicted / GIB;
+    let replayed_gib = if metric == "reserved" && (per_gpu || job.gpus <= 1) {
+        crate::model::block_replay(&job).map(|b| b.peak_reserved / GIB)
+    } else {
+        None
+    };
     Ok(CaseResult {
         id: s(case, "id").unwrap_or("?").to_string(),
         tier: s(case, "tier").unwrap_or("?").to_string(),
@@ -466,6 +475,7 @@ pub fn evaluate_case(case: &Value) -> Result<CaseResult, String> {
         measured_gib,
         error_pct: (predicted_gib - measured_gib) / measured_gib * 100.0,
         band_kind: BandKind::of(&job),
+        replayed_gib,
     })
 }
 
@@ -484,6 +494,7 @@ mod tests {
             measured_gib: 1.0 / (1.0 + err / 100.0),
             error_pct: err,
             band_kind: BandKind::Lora,
+            replayed_gib: None,
         }
     }
 

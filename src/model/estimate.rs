@@ -290,9 +290,16 @@ pub fn block_replay(job: &Job) -> Option<BlockReplay> {
     let program = training_program(job, &s, &terms)?;
     let blocks: Replayed = replay_training(&program);
     let timeline = timeline(job, &s, &terms);
-    let peak_allocated = allocator::replay(&timeline).peak_allocated;
+    let fitted = allocator::replay(&timeline);
+    let peak_allocated = fitted.peak_allocated;
     let reserve = (blocks.peak_needed - blocks.peak_allocated).max(0.0);
-    let cache = (blocks.peak_reserved - blocks.peak_needed).max(0.0);
+    // The replay runs one batch shape; batches of varying length keep the fitted cache of other shapes.
+    let other_shapes = if timeline.varying_shapes {
+        fitted.cache
+    } else {
+        0.0
+    };
+    let cache = (blocks.peak_reserved - blocks.peak_needed).max(0.0) + other_shapes;
     Some(BlockReplay {
         peak_allocated,
         reserve,
@@ -309,7 +316,8 @@ pub struct BlockReplay {
     /// Reserved beyond the tensors that the allocator could not give back before an out-of-memory error
     /// (segments split between live and free blocks).
     pub reserve: f64,
-    /// Wholly free cached segments at the peak, which the allocator frees and retries with before failing.
+    /// Wholly free cached segments at the peak, which the allocator frees and retries with before failing
+    /// (with batches of varying length, the fitted cache of their other shapes too).
     pub cache: f64,
     /// `max_memory_reserved`: the estimate's tensors, the reserve and the cache.
     pub peak_reserved: f64,
