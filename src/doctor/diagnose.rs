@@ -419,7 +419,15 @@ const PT_ABSURD: Rule =
 /// wrappers of vLLM "CUDA out of memory occurred when warming up sampler" and SGLang "Capture cuda graph
 /// failed: CUDA out of memory").
 const PT_CUDA: Rule = any(
-    &["cuda out of memory", "cuda out-of-memory"],
+    &[
+        "cuda out of memory",
+        "cuda out-of-memory",
+        // The same message machine-translated into Chinese ("内存溢出错误：CUDA 内存不足。尝试分配 108.00 MiB").
+        "cuda 内存不足。尝试分配",
+        // A game engine's own report of VRAM running out ("out of video memory trying to allocate a rendering
+        // resource").
+        "out of video memory trying to allocate",
+    ],
     Kind::Gpu,
     Source::PytorchCuda,
 );
@@ -474,6 +482,14 @@ const CUPY_OOM: Rule = any(
     &["out of memory allocating ", "out of memory to allocate "],
     Kind::Gpu,
     Source::Cupy,
+);
+/// Unreal Engine's platform allocator (`GenericPlatformMemory.cpp`, `OnOutOfMemory`): "Ran out of memory
+/// allocating N bytes with alignment A. Last error msg: The paging file is too small …": the process's commit
+/// charge, host RAM and page file, whatever thread asked.
+const ENGINE_COMMIT: Rule = any(
+    &["last error msg: the paging file is too small"],
+    Kind::Host,
+    Source::CpuAllocator,
 );
 /// A CUDA driver call's `CUresult` 2 (`CUDA_ERROR_OUT_OF_MEMORY`, `cuda.h`) as wrappers print it:
 /// torch_memory_saver "CUresult error result=2 … func=cu_mem_create", Numba "Call to cuMemAlloc results in
@@ -668,6 +684,11 @@ const RMM_OOM: Rule = any(
     Kind::Gpu,
     Source::PytorchCuda,
 );
+/// RMM's `cuda_memory_resource` raising `std::bad_alloc` for a CUDA error that is not an allocation failure
+/// ("MemoryError: std::bad_alloc: CUDA error at: …cuda_memory_resource.hpp:70: cudaErrorIllegalAddress an
+/// illegal memory access was encountered"): an earlier kernel's fault, reported at the next allocation.
+const RMM_CUDA_FAULT: Rule =
+    check(rmm_cuda_fault, Kind::NotMemory, Source::IllegalAccess).with(Hint::CudaFault);
 /// vLLM `v1/worker/gpu_worker.py` (`determine_available_memory` log): "Available KV cache memory: -X GiB",
 /// negative when the weights and the profiled activations already exceed `gpu_memory_utilization`.
 const VLLM_NEGATIVE_KV: Rule =
@@ -849,6 +870,10 @@ const GGML_ABSURD: Rule =
 /// Rust's allocation failure handler (`std::alloc::handle_alloc_error`, as tokenizers, candle or polars abort
 /// with it): "memory allocation of N bytes failed" — the host's heap.
 const RUST_ALLOC: Rule = check(rust_alloc_failure, Kind::Host, Source::CpuAllocator);
+/// The same handler asked for more than 64 TiB ("memory allocation of 18446744071841293701 bytes failed", a
+/// negative size read as unsigned): a size computed wrong.
+const RUST_ABSURD: Rule =
+    check(rust_absurd, Kind::NotMemory, Source::CpuAllocator).with(Hint::ImpossibleSize);
 /// gperftools' tcmalloc reporting a request over 64 TiB ("tcmalloc: large alloc 140113840283648 bytes ==
 /// (nil)") before the `std::bad_alloc` it ends in: a size computed wrong.
 const TCMALLOC_ABSURD: Rule =
@@ -1149,8 +1174,13 @@ const ENOSPC: Rule = any(
 /// Unsloth `save.py` (GGUF export on Kaggle): "Kaggle only provides 20GB of disk space. … will use too much
 /// disk space."; raylet `file_system_monitor.cc`: "/tmp/ray/session_… is over 95% full, Object creation will
 /// fail if spilling is required."
+/// Hugging Face Spaces: "Workload evicted, storage limit exceeded (50G)".
 const TOOL_DISK: Rule = any(
-    &["will use too much disk space", "of disk space. merging to"],
+    &[
+        "will use too much disk space",
+        "of disk space. merging to",
+        "storage limit exceeded (",
+    ],
     Kind::Disk,
     Source::DiskFull,
 );
@@ -1276,6 +1306,15 @@ const OOM_KILLER: Rule = any(
         // The kubelet's pod rejection or eviction under its node condition (`pkg/kubelet/lifecycle`): "The node
         // had condition: [MemoryPressure]".
         "the node had condition: [memorypressure]",
+        // DuckDB's buffer manager at its memory limit (`OutOfMemoryException`): "Out of Memory Error: Failed to
+        // allocate block of N bytes", "Out of Memory Error: failed to allocate data of size 4.0 MiB (93.7
+        // MiB/95.3 MiB used)".
+        "out of memory error: failed to allocate",
+        // Arrow's memory pool (`cpp/src/arrow/memory_pool.cc`): "Out of memory: malloc of size N failed".
+        "out of memory: malloc of size",
+        // iceoryx zeroing a new shared-memory segment (`posix_shared_memory.cpp`): "a fatal SIGBUS signal
+        // appeared caused by memset … maybe requires more memory than it is currently available in the system".
+        "requires more memory than it is currently available in the system",
         "memory cgroup out of memory",
         "oom-kill event",
         "oom_kill event",
@@ -1342,6 +1381,9 @@ const OOM_KILLER: Rule = any(
         // /dev/shm" (shared memory is RAM).
         "爆内存",
         "占满内存",
+        // "超内存" (RAM exceeded; VRAM is 显存), and "dmesg发现OOM" (the kernel log showed the OOM killer).
+        "超内存",
+        "dmesg发现oom",
         "unsufficient ram",
         "insufficient ram",
         "out of space on /dev/shm",
@@ -1372,6 +1414,8 @@ const SIGKILL: Rule = check(sigkill, Kind::Host, Source::OomKiller);
 const SIGKILL_PHRASES: &[&str] = &[
     "exitcode: -9",
     "exitcode : -9",
+    // The same launcher field retyped by a person without its colon ("exitcode -9").
+    "exitcode -9",
     "signal 9 (sigkill)",
     "exits with return code = -9",
     "<signals.sigkill: 9>",
@@ -1671,6 +1715,10 @@ const SETUP_OR_IO: Rule = any(
         // Directory not empty"), EROFS ("[Errno 30] Read-only file system"), SQLite's corrupt file ("database
         // disk image is malformed").
         "[errno 39] directory not empty",
+        // Vulkan's `VK_ERROR_DEVICE_LOST`: the GPU hung or reset (a driver fault, not memory); Hugging Face
+        // Spaces' "Scheduling failure: not enough hardware capacity" (no machine free to start on).
+        "vk_error_device_lost",
+        "scheduling failure: not enough hardware capacity",
         "[errno 30] read-only file system",
         "database disk image is malformed",
         // A port taken (EADDRINUSE: c10d's "failed to bind to [::]:29500 (errno: 98 - Address already in use)").
@@ -1954,8 +2002,19 @@ const HIP_NO_BINARY: Rule = any(
 );
 /// A file that is not there: the C library's `ENOENT` "No such file or directory" (Python `FileNotFoundError`,
 /// Go's `os` errors in Ollama). Last but one: any memory report in the same text wins.
-const NO_SUCH_FILE: Rule = any(
-    &["no such file or directory", "filenotfounderror"],
+/// Not Python's `tempfile` failing in every candidate folder ("FileNotFoundError: [Errno 2] No usable temporary
+/// directory found in ['/tmp', …]"), which a full disk and a permission problem both cause.
+const NO_SUCH_FILE: Rule = check(
+    |s| {
+        if s.has("no usable temporary directory found") {
+            return None;
+        }
+        ["no such file or directory", "filenotfounderror"]
+            .iter()
+            .filter_map(|p| s.find(p))
+            .min()
+            .map(|i| s.orig(i))
+    },
     Kind::NotMemory,
     Source::Unknown,
 )
@@ -2109,6 +2168,9 @@ const MODEL_MISMATCH: Rule = any(
         "copying a param with shape",
         "weights only load failed",
         "transformers does not recognize this architecture",
+        // An older transformers' `AutoConfig` meeting a newer model type: `CONFIG_MAPPING[config_dict["model_type"]]`
+        // raising `KeyError: 'qwen2'`.
+        "config_mapping[config_dict[\"model_type\"]]",
         // `F.linear` on a weight of the wrong shape (a LoRA built for another model, a packed 4-bit weight
         // used unpacked): "mat1 and mat2 shapes cannot be multiplied (AxB and CxD)".
         "mat1 and mat2 shapes cannot be multiplied",
@@ -2339,6 +2401,9 @@ const NOT_EXHAUSTION: Rule = any(
         "to have one of the following scalar types",
         // An API changed between releases: "__init__() got an unexpected keyword argument".
         "got an unexpected keyword argument",
+        // transformers' batched generation/classification without a pad token: "Cannot handle batch sizes > 1
+        // if no padding token is defined."
+        "cannot handle batch sizes > 1 if no padding token is defined",
         // A download cut short (hyper `IncompleteBody` through the Hub's Rust client): a network error.
         "incompletebody",
         // PyTorch's writer (`caffe2/serialize/inline_container.cc`): "PytorchStreamWriter failed opening
@@ -2444,6 +2509,7 @@ const RULES: &[Rule] = &[
     OPENCV_ABSURD,
     TCMALLOC_ABSURD,
     GGML_ABSURD,
+    RUST_ABSURD,
     OPENCV_ALLOC,
     RUST_ALLOC,
     CUBLAS_ALLOC,
@@ -2454,9 +2520,11 @@ const RULES: &[Rule] = &[
     VK_DEVICE_OOM,
     VK_HOST_OOM,
     VK_ALLOC_CODE,
+    ENGINE_COMMIT,
     CUPY_OOM,
     JITTOR_DEVICE,
     RMM_OOM,
+    RMM_CUDA_FAULT,
     VLLM_NEGATIVE_KV,
     BNB_CUDA_OOM,
     DML_VIDEO_MEMORY,
@@ -2800,7 +2868,11 @@ fn ggml_buffers<'s>(s: &'s Scan) -> impl Iterator<Item = (usize, &'s str)> + 's 
             let rest = s.low.get(after..)?;
             let mut words = rest.split(' ');
             let name = words.next()?;
-            (words.next()? == "buffer" && !name.is_empty()).then_some((i, name))
+            // The word may carry the quote or bracket that closes the message ("… CUDA_Host buffer\"").
+            let next = words
+                .next()?
+                .trim_end_matches(|c: char| !c.is_ascii_alphanumeric());
+            (next == "buffer" && !name.is_empty()).then_some((i, name))
         })
 }
 
@@ -3347,6 +3419,19 @@ fn rust_alloc_failure(s: &Scan) -> Option<usize> {
     })
 }
 
+/// [`RUST_ABSURD`]: Rust's "memory allocation of N bytes failed" with N over 64 TiB.
+fn rust_absurd(s: &Scan) -> Option<usize> {
+    const KEY: &str = "memory allocation of ";
+    s.low.match_indices(KEY).map(|(i, _)| i).find(|&at| {
+        let rest = &s.low[at + KEY.len()..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        rest[digits.len()..].starts_with(" bytes failed")
+            && digits
+                .parse::<f64>()
+                .is_ok_and(|n| n > 70_368_744_177_664.0)
+    })
+}
+
 /// [`TCMALLOC_ABSURD`]: tcmalloc's "large alloc N bytes" with N over 64 TiB.
 fn tcmalloc_absurd(s: &Scan) -> Option<usize> {
     const KEY: &str = "tcmalloc: large alloc ";
@@ -3359,6 +3444,12 @@ fn tcmalloc_absurd(s: &Scan) -> Option<usize> {
             .parse::<f64>()
             .is_ok_and(|n| n > 70_368_744_177_664.0)
     })
+}
+
+/// [`RMM_CUDA_FAULT`]: RMM's `std::bad_alloc: CUDA error` naming an illegal address.
+fn rmm_cuda_fault(s: &Scan) -> Option<usize> {
+    let at = s.find("std::bad_alloc: cuda error")?;
+    (s.has("cudaerrorillegaladdress") || s.has("illegal memory access")).then(|| s.orig(at))
 }
 
 /// [`GGML_ABSURD`]: ggml's "attempted to allocate X MB" with X over 64 TiB (67,108,864 MB).
@@ -3858,9 +3949,12 @@ fn numbers(text: &str, lower: &str, source: Source) -> Numbers {
             // vLLM 0.6: "Memory profiling results: total_gpu_memory=23.58GiB …".
             .or_else(|| size_after(text, lower, "total_gpu_memory="))
             .or_else(|| free_over_total(text, lower).map(|(_, t)| t))
-            // Translated: "GPU 0 总容量为 23.65 GiB，其中 4.29 GiB 是空闲的".
-            .or_else(|| size_after(text, lower, "总容量为")),
+            // Translated: "GPU 0 总容量为 23.65 GiB，其中 4.29 GiB 是空闲的"; "GPU 0 的总内存容量为 23.68 GiB".
+            .or_else(|| size_after(text, lower, "总容量为"))
+            .or_else(|| size_after(text, lower, "总内存容量为")),
         free_gib: size_after(text, lower, "of which")
+            // Translated: "其中空闲内存为 34.88 MiB".
+            .or_else(|| size_after(text, lower, "空闲内存为"))
             .or_else(|| size_before(text, lower, " free;"))
             .or_else(|| size_after_colon(text, lower, "free (according to cuda)"))
             .or_else(|| size_after(text, lower, "available kv cache memory ("))
