@@ -462,8 +462,12 @@ const DS_WORKSPACE: Rule = any(
 );
 /// Vulkan `VkResult` codes as drivers and engines print them (TVM `vulkan_buffer.cc`, MLC LLM, ncnn, …):
 /// `VK_ERROR_OUT_OF_DEVICE_MEMORY` (-2) is the device's memory; `VK_ERROR_OUT_OF_HOST_MEMORY` (-1) the host's.
+/// ggml-vulkan's allocation failure in its shorter form ("ggml_vulkan: Memory allocation of size N failed.").
 const VK_DEVICE_OOM: Rule = any(
-    &["vk_error_out_of_device_memory"],
+    &[
+        "vk_error_out_of_device_memory",
+        "ggml_vulkan: memory allocation of size",
+    ],
     Kind::Gpu,
     Source::LlamaCpp,
 );
@@ -482,6 +486,33 @@ const CUPY_OOM: Rule = any(
     &["out of memory allocating ", "out of memory to allocate "],
     Kind::Gpu,
     Source::Cupy,
+);
+/// Device memory on other accelerators: OpenVINO's GPU plugin ("[GPU] CL_OUT_OF_RESOURCES exception", and its
+/// advice "reduce memory consumption … to avoid CL_OUT_OF_RESOURCES exception"); Qualcomm's Adreno driver
+/// ("ioctl … (IOCTL_KGSL_GPUOBJ_ALLOC) failed: errno 12 Out of memory").
+const OTHER_DEVICE_OOM: Rule = any(
+    &[
+        "[gpu] cl_out_of_resources",
+        "to avoid cl_out_of_resources exception",
+        "(ioctl_kgsl_gpuobj_alloc) failed: errno 12",
+    ],
+    Kind::Gpu,
+    Source::Unknown,
+);
+/// Host memory as other runtimes name it: SYCL's `PI_ERROR_OUT_OF_HOST_MEMORY`; a browser's or Node's
+/// `ArrayBuffer` ("RangeError: Array buffer allocation failed") and WebAssembly memory ("WebAssembly.instantiate():
+/// Out of memory: wasm memory"); Android's low-memory killer (`lmkd`, "lowmemorykiller … Kill '…'"); SageMaker's
+/// "move to an instance type with more memory".
+const OTHER_HOST_OOM: Rule = any(
+    &[
+        "pi_error_out_of_host_memory",
+        "rangeerror: array buffer allocation failed",
+        "out of memory: wasm memory",
+        "lowmemorykiller",
+        "instance type with more memory",
+    ],
+    Kind::Host,
+    Source::CpuAllocator,
 );
 /// Unreal Engine's platform allocator (`GenericPlatformMemory.cpp`, `OnOutOfMemory`): "Ran out of memory
 /// allocating N bytes with alignment A. Last error msg: The paging file is too small …": the process's commit
@@ -1525,8 +1556,10 @@ const NUMPY_ARRAY: Rule = any(
     Source::PythonMemoryError,
 );
 /// Java's `java.lang.OutOfMemoryError` (heap space, GC overhead, …): host RAM (Spark, Elasticsearch, …).
+/// The JVM's other heap exhaustion (`OutOfMemoryError: GC overhead limit exceeded`: the collector ran almost
+/// all the time and freed almost nothing), as Spark and Databricks show it.
 const JAVA_OOM: Rule = any(
-    &["java.lang.outofmemoryerror"],
+    &["java.lang.outofmemoryerror", "gc overhead limit exceeded"],
     Kind::Host,
     Source::CpuAllocator,
 );
@@ -1715,6 +1748,24 @@ const SETUP_OR_IO: Rule = any(
         // Directory not empty"), EROFS ("[Errno 30] Read-only file system"), SQLite's corrupt file ("database
         // disk image is malformed").
         "[errno 39] directory not empty",
+        // DirectX devices lost or hung (`DXGI_ERROR_DEVICE_HUNG` 0x887A0006, `DXGI_ERROR_DEVICE_REMOVED`, DirectML
+        // asking `GetDeviceRemovedReason`); Metal's per-array limit ("total bytes of NDArray > 2**32"); rocBLAS
+        // without kernels for this GPU ("Cannot read …/TensileLibrary.dat"); `cudaErrorUnknown` ("CUDA error:
+        // unknown error", the old "cuda runtime error (30) : unknown error"): faults and limits, not memory.
+        "887a0006",
+        "getdeviceremovedreason",
+        "dxgi_error_device_removed",
+        "total bytes of ndarray > 2**32",
+        "tensilelibrary.dat",
+        "cuda error: unknown error",
+        "cuda runtime error (30)",
+        // Capacity, quota and permission refusals of cloud platforms and schedulers: no job ran out of memory.
+        "insufficientcapacityerror",
+        "insufficient nvidia.com/gpu",
+        "insufficient aliyun.com/gpu-mem",
+        "exceed quota limits",
+        "accessdeniedexception",
+        "insufficient cluster resources to launch trial",
         // Vulkan's `VK_ERROR_DEVICE_LOST`: the GPU hung or reset (a driver fault, not memory); Hugging Face
         // Spaces' "Scheduling failure: not enough hardware capacity" (no machine free to start on).
         "vk_error_device_lost",
@@ -2521,6 +2572,8 @@ const RULES: &[Rule] = &[
     VK_HOST_OOM,
     VK_ALLOC_CODE,
     ENGINE_COMMIT,
+    OTHER_DEVICE_OOM,
+    OTHER_HOST_OOM,
     CUPY_OOM,
     JITTOR_DEVICE,
     RMM_OOM,
