@@ -2746,7 +2746,18 @@ const PROSE_DISK: Rule = check(prose_disk, Kind::Disk, Source::Unknown).with(Hin
 /// The text's statements: pieces between sentence ends, without questions, conditions or negations.
 fn statements(low: &str) -> impl Iterator<Item = (usize, &str)> {
     const HEDGES: &[&str] = &[
-        "if ", "whether", "is it ", "not ", "n't ", " no ", "without ",
+        "if ",
+        "whether",
+        "is it ",
+        "not ",
+        "n't ",
+        " no ",
+        "without ",
+        // Possibilities, not statements ("This can happen due to insufficient memory or other GPU constraints").
+        "can happen",
+        "might ",
+        "possibly",
+        "could be",
     ];
     let statement =
         |piece: &str| !piece.contains('吗') && !HEDGES.iter().any(|w| piece.contains(w));
@@ -2788,28 +2799,69 @@ fn names_host_memory(st: &str) -> bool {
 
 /// Whether a statement names an accelerator or its memory.
 fn names_device(st: &str) -> bool {
-    ["gpu", "gpus", "vram", "cuda", "tpu", "hbm"]
-        .iter()
-        .any(|p| has_word(st, p))
+    // A C++ namespace ("cuda::std::complex<float>") names a type, not a device.
+    let st = &st.replace("cuda::", "");
+    [
+        "gpu", "gpus", "vram", "cuda", "tpu", "hbm", "hip", "rocm", "xpu", "npu", "mps", "metal",
+        "vulkan", "opencl", "directml", "adreno",
+    ]
+    .iter()
+    .any(|p| has_word(st, p))
         || st.contains("显存")
         || st.contains("device memory")
+        || st.contains("video memory")
+        || st.contains("out_of_device_memory")
+}
+
+/// Whether a statement says an allocation failed or memory ran out, in the words runtimes print: the
+/// prose readers' test, which a runtime's message not yet in the rules also meets.
+fn says_ran_out(st: &str) -> bool {
+    [
+        "out of memory",
+        "out-of-memory",
+        "out_of_memory",
+        "ran out of vram",
+        "out of hbm",
+        "out of cuda memory",
+        "memory allocation fails",
+        "out of device memory",
+        "out_of_device_memory",
+        "out of video memory",
+        "out of host memory",
+        "out_of_host_memory",
+        "out of system memory",
+        "insufficient memory",
+        "not enough memory",
+        "memory allocation of size",
+        "memory allocation failed",
+        "failed to allocate memory",
+        "unable to allocate memory",
+        "cannot allocate memory",
+    ]
+    .iter()
+    .any(|p| st.contains(p))
+        || has_word(st, "oom")
+}
+
+/// Whether a statement names host memory in a runtime's words: the host's own allocator or memory.
+fn names_host_allocator(st: &str) -> bool {
+    names_host_memory(st)
+        || [
+            "host memory",
+            "out_of_host_memory",
+            "cpu memory",
+            "malloc",
+            "heap",
+        ]
+        .iter()
+        .any(|p| st.contains(p))
 }
 
 /// [`PROSE_GPU`].
 fn prose_gpu(s: &Scan) -> Option<usize> {
     statements(&s.low)
         .find(|(_, st)| {
-            let ran_out = [
-                "out of memory",
-                "out-of-memory",
-                "ran out of vram",
-                "out of hbm",
-                "out of cuda memory",
-                "memory allocation fails",
-            ]
-            .iter()
-            .any(|p| st.contains(p))
-                || has_word(st, "oom");
+            let ran_out = says_ran_out(st);
             // Pinned host memory is the host's, whatever the device named beside it; a warning before a
             // fallback ("Out of memory on cuda:0, trying CPU fallback") is not the failure; "system memory"
             // or RAM named is the host's ([`prose_host`]).
@@ -2834,7 +2886,16 @@ fn prose_host(s: &Scan) -> Option<usize> {
                 && ["is full", "was full", "filled up", "ran out"]
                     .iter()
                     .any(|p| st.contains(p));
-            (killed && memory && (names_host_memory(st) || !names_device(st))) || ram_full
+            // A runtime's allocation failure naming the host's allocator or memory and no device ("Out of memory:
+            // malloc of size N failed", "PI_ERROR_OUT_OF_HOST_MEMORY").
+            // `cudaMallocHost` (pinned memory) is left to the pinned-memory rules.
+            let host_alloc = says_ran_out(st)
+                && names_host_allocator(st)
+                && !names_device(st)
+                && !st.contains("mallochost");
+            (killed && memory && (names_host_memory(st) || !names_device(st)))
+                || ram_full
+                || host_alloc
         })
         .map(|(i, _)| s.orig(i))
 }
@@ -5130,5 +5191,37 @@ mod tests {
         near(size_before(t, &l, "already allocated"), 14.56);
         near(size_before(t, &l, " free;"), 3.19 / 1024.0);
         near(size_before(t, &l, "reserved in total by pytorch"), 14.74);
+    }
+
+    /// The last-resort reader takes a runtime's own words for running out where no rule knows the runtime: a
+    /// failed allocation beside a device it names is the device's, beside the host's allocator the host's;
+    /// a possibility ("can happen due to insufficient memory") and a C++ namespace (`cuda::std`) are neither.
+    #[test]
+    fn unknown_runtimes_are_read_by_their_words() {
+        let kind = |t: &str| diagnose(t, None).kind;
+        assert_eq!(
+            kind("XYZ runtime: vulkan memory allocation failed for buffer 3"),
+            Kind::Gpu
+        );
+        assert_eq!(
+            kind("engine: insufficient memory on the OpenCL device"),
+            Kind::Gpu
+        );
+        assert_eq!(
+            kind("allocator: out of host memory while mapping the weights"),
+            Kind::Host
+        );
+        assert_eq!(
+            kind("pool: malloc of 4096 bytes failed, insufficient memory"),
+            Kind::Host
+        );
+        assert_eq!(
+            kind("Device was lost. This can happen due to insufficient memory or other GPU constraints."),
+            Kind::Unrecognised
+        );
+        assert_eq!(
+            kind("Run [T=cuda::std::complex<float>] Fail: failed to allocate memory"),
+            Kind::Unrecognised
+        );
     }
 }
