@@ -487,11 +487,13 @@ const CUPY_OOM: Rule = any(
     Kind::Gpu,
     Source::Cupy,
 );
-/// Device memory on other accelerators: OpenVINO's GPU plugin ("[GPU] CL_OUT_OF_RESOURCES exception", and its
+/// Device memory on other accelerators: PyCUDA (`pycuda._driver.MemoryError: cuMemAlloc failed: out of
+/// memory`, the driver API's device allocation); OpenVINO's GPU plugin ("[GPU] CL_OUT_OF_RESOURCES exception", and its
 /// advice "reduce memory consumption … to avoid CL_OUT_OF_RESOURCES exception"); Qualcomm's Adreno driver
 /// ("ioctl … (IOCTL_KGSL_GPUOBJ_ALLOC) failed: errno 12 Out of memory").
 const OTHER_DEVICE_OOM: Rule = any(
     &[
+        "cumemalloc failed: out of memory",
         "[gpu] cl_out_of_resources",
         "to avoid cl_out_of_resources exception",
         "(ioctl_kgsl_gpuobj_alloc) failed: errno 12",
@@ -506,6 +508,17 @@ const OTHER_DEVICE_OOM: Rule = any(
 const OTHER_HOST_OOM: Rule = any(
     &[
         "pi_error_out_of_host_memory",
+        // MSVC (C1060) "compiler is out of heap space"; MATLAB's array limit, set from the RAM ("exceeds maximum
+        // array size preference"); OpenVINO's CPU plugin ("intel_cpu/src/cpu_memory.cpp … Failed to allocate N
+        // bytes of memory"); Ray's object store ("System memory request exceeds memory available in /dev/shm");
+        // LM Studio's load guard in its other wording; MPI's report of a rank killed by SIGKILL ("exited on
+        // signal 9 (Killed)").
+        "compiler is out of heap space",
+        "exceeds maximum array size preference",
+        "intel_cpu/src/cpu_memory.cpp",
+        "exceeds memory available in /dev/shm",
+        "model loading aborted due to insufficient system resources",
+        "exited on signal 9 (killed)",
         "rangeerror: array buffer allocation failed",
         "out of memory: wasm memory",
         "lowmemorykiller",
@@ -514,6 +527,20 @@ const OTHER_HOST_OOM: Rule = any(
     Kind::Host,
     Source::CpuAllocator,
 );
+/// Messages that name memory as one possible cause among others, answered as such (paste more): Ray's actor
+/// death ("Some common causes include: (1) the process was killed by the OOM killer due to high memory usage,
+/// (2) ray stop --force was called, or (3) the worker crashed …"); cuBLAS failing to create its handle
+/// (`CUBLAS_STATUS_INTERNAL_ERROR when calling cublasCreate(handle)`), which an exhausted GPU shows as often as
+/// a broken install.
+const AMBIGUOUS: Rule = any(
+    &[
+        "some common causes include: (1) the process was killed by the oom killer",
+        "cublas_status_internal_error when calling `cublascreate(handle)`",
+    ],
+    Kind::Unrecognised,
+    Source::Unknown,
+)
+.with(Hint::PasteMore);
 /// Unreal Engine's platform allocator (`GenericPlatformMemory.cpp`, `OnOutOfMemory`): "Ran out of memory
 /// allocating N bytes with alignment A. Last error msg: The paging file is too small …": the process's commit
 /// charge, host RAM and page file, whatever thread asked.
@@ -898,6 +925,10 @@ const OPENCV_ABSURD: Rule =
 /// not memory.
 const GGML_ABSURD: Rule =
     check(ggml_absurd, Kind::NotMemory, Source::LlamaCpp).with(Hint::ImpossibleSize);
+/// macOS's `malloc: *** mach_vm_map(size=N) failed` and Kokkos' `HostSpace::allocate[…]( N ) FAILED` asking for
+/// more than 64 TiB: a size computed wrong.
+const VM_ABSURD: Rule =
+    check(vm_absurd, Kind::NotMemory, Source::CpuAllocator).with(Hint::ImpossibleSize);
 /// Rust's allocation failure handler (`std::alloc::handle_alloc_error`, as tokenizers, candle or polars abort
 /// with it): "memory allocation of N bytes failed" — the host's heap.
 const RUST_ALLOC: Rule = check(rust_alloc_failure, Kind::Host, Source::CpuAllocator);
@@ -1211,6 +1242,8 @@ const TOOL_DISK: Rule = any(
         "will use too much disk space",
         "of disk space. merging to",
         "storage limit exceeded (",
+        // An installer's free-space check ("requires 78.0GiB disk space, has 17.8GiB").
+        "disk space, has ",
     ],
     Kind::Disk,
     Source::DiskFull,
@@ -1748,6 +1781,21 @@ const SETUP_OR_IO: Rule = any(
         // Directory not empty"), EROFS ("[Errno 30] Read-only file system"), SQLite's corrupt file ("database
         // disk image is malformed").
         "[errno 39] directory not empty",
+        // CUDA's driver-API name for an illegal address; Triton Inference Server's shared-memory registration (a
+        // named POSIX region that does not exist); TensorRT's "FAILED_ALLOCATION: basic_string::_S_construct null
+        // not valid" (a null string, not memory); Kokkos' cudaMalloc refused as `cudaErrorNotSupported`;
+        // TensorRT's unsupported SM; a meta tensor moved without data; a truncated image; decord's EOF retries;
+        // xFormers without an operator for these inputs; a chat template's Jinja error.
+        "cuda_error_illegal_address",
+        "failed to register input shared memory region",
+        "basic_string::_s_construct null not valid",
+        "cudaerrornotsupported",
+        "is not supported by this tensorrt release",
+        "cannot copy out of meta tensor",
+        "image file is truncated",
+        "unable to handle eof",
+        "no operator found for `memory_efficient_attention_forward`",
+        "value is not callable: null at row",
         // DirectX devices lost or hung (`DXGI_ERROR_DEVICE_HUNG` 0x887A0006, `DXGI_ERROR_DEVICE_REMOVED`, DirectML
         // asking `GetDeviceRemovedReason`); Metal's per-array limit ("total bytes of NDArray > 2**32"); rocBLAS
         // without kernels for this GPU ("Cannot read …/TensileLibrary.dat"); `cudaErrorUnknown` ("CUDA error:
@@ -2533,6 +2581,7 @@ const LMSTUDIO_GUARDRAIL: Rule = any(
 );
 
 const RULES: &[Rule] = &[
+    AMBIGUOUS,
     DEVICE_UNAVAILABLE,
     PT_HIP,
     PT_XPU,
@@ -2561,6 +2610,7 @@ const RULES: &[Rule] = &[
     TCMALLOC_ABSURD,
     GGML_ABSURD,
     RUST_ABSURD,
+    VM_ABSURD,
     OPENCV_ALLOC,
     RUST_ALLOC,
     CUBLAS_ALLOC,
@@ -2759,8 +2809,11 @@ fn statements(low: &str) -> impl Iterator<Item = (usize, &str)> {
         "possibly",
         "could be",
     ];
-    let statement =
-        |piece: &str| !piece.contains('吗') && !HEDGES.iter().any(|w| piece.contains(w));
+    // "not enough memory" states a shortage; it is no negation.
+    let statement = |piece: &str| {
+        let piece = piece.replace("not enough", "");
+        !piece.contains('吗') && !HEDGES.iter().any(|w| piece.contains(w))
+    };
     let mut out = Vec::new();
     let mut start = 0;
     for (i, c) in low.char_indices() {
@@ -2803,7 +2856,7 @@ fn names_device(st: &str) -> bool {
     let st = &st.replace("cuda::", "");
     [
         "gpu", "gpus", "vram", "cuda", "tpu", "hbm", "hip", "rocm", "xpu", "npu", "mps", "metal",
-        "vulkan", "opencl", "directml", "adreno",
+        "vulkan", "opencl", "directml", "adreno", "wgpu",
     ]
     .iter()
     .any(|p| has_word(st, p))
@@ -2829,6 +2882,8 @@ fn says_ran_out(st: &str) -> bool {
         "out of video memory",
         "out of host memory",
         "out_of_host_memory",
+        "out of gpu memory",
+        "not enough memory left",
         "out of system memory",
         "insufficient memory",
         "not enough memory",
@@ -3564,6 +3619,27 @@ fn tcmalloc_absurd(s: &Scan) -> Option<usize> {
 fn rmm_cuda_fault(s: &Scan) -> Option<usize> {
     let at = s.find("std::bad_alloc: cuda error")?;
     (s.has("cudaerrorillegaladdress") || s.has("illegal memory access")).then(|| s.orig(at))
+}
+
+/// [`VM_ABSURD`]: macOS's `mach_vm_map(size=N) failed` or Kokkos' `allocate[ … ]( N ) FAILED` with N over 64 TiB.
+fn vm_absurd(s: &Scan) -> Option<usize> {
+    for key in ["mach_vm_map(size=", "::allocate[", "allocate( "] {
+        for (at, _) in s.low.match_indices(key) {
+            let rest = &s.low[at + key.len()..];
+            let rest = rest
+                .find(|c: char| c.is_ascii_digit())
+                .filter(|i| *i <= 24)
+                .map_or("", |i| &rest[i..]);
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            if digits
+                .parse::<f64>()
+                .is_ok_and(|n| n > 70_368_744_177_664.0)
+            {
+                return Some(s.orig(at));
+            }
+        }
+    }
+    None
 }
 
 /// [`GGML_ABSURD`]: ggml's "attempted to allocate X MB" with X over 64 TiB (67,108,864 MB).
