@@ -494,6 +494,13 @@ const CUPY_OOM: Rule = any(
 const OTHER_DEVICE_OOM: Rule = any(
     &[
         "cumemalloc failed: out of memory",
+        // Rockchip's NPU runtime ("E RKNN: failed to malloc npu memory"); Qualcomm QNN ("Could not allocate
+        // persistent weights buffer"); Xilinx XRT ("bo_ != XRT_NULL_BO allocation failure"); ggml's cuBLAS
+        // handle with `CUBLAS_STATUS_ALLOC_FAILED`'s text ("CUDA error: the resource allocation failed").
+        "failed to malloc npu memory",
+        "could not allocate persistent weights buffer",
+        "!= xrt_null_bo",
+        "cuda error: the resource allocation failed",
         "[gpu] cl_out_of_resources",
         "to avoid cl_out_of_resources exception",
         "(ioctl_kgsl_gpuobj_alloc) failed: errno 12",
@@ -508,6 +515,10 @@ const OTHER_DEVICE_OOM: Rule = any(
 const OTHER_HOST_OOM: Rule = any(
     &[
         "pi_error_out_of_host_memory",
+        // gcc's driver: "c++: fatal error: Killed signal terminated program cc1plus"; a pod's restart reason
+        // ("OOMKill (memory exceeded limit, SIGKILL)").
+        "killed signal terminated program",
+        "oomkill (memory exceeded limit",
         // MSVC (C1060) "compiler is out of heap space"; MATLAB's array limit, set from the RAM ("exceeds maximum
         // array size preference"); OpenVINO's CPU plugin ("intel_cpu/src/cpu_memory.cpp … Failed to allocate N
         // bytes of memory"); Ray's object store ("System memory request exceeds memory available in /dev/shm");
@@ -527,16 +538,11 @@ const OTHER_HOST_OOM: Rule = any(
     Kind::Host,
     Source::CpuAllocator,
 );
-/// Messages that name memory as one possible cause among others, answered as such (paste more): Ray's actor
-/// death ("Some common causes include: (1) the process was killed by the OOM killer due to high memory usage,
-/// (2) ray stop --force was called, or (3) the worker crashed …"); cuBLAS failing to create its handle
-/// (`CUBLAS_STATUS_INTERNAL_ERROR when calling cublasCreate(handle)`), which an exhausted GPU shows as often as
-/// a broken install.
+/// A message that names memory as one possible cause among others, answered as such (paste more): cuBLAS
+/// failing to create its handle (`CUBLAS_STATUS_INTERNAL_ERROR when calling cublasCreate(handle)`), which an
+/// exhausted GPU shows as often as a broken install.
 const AMBIGUOUS: Rule = any(
-    &[
-        "some common causes include: (1) the process was killed by the oom killer",
-        "cublas_status_internal_error when calling `cublascreate(handle)`",
-    ],
+    &["cublas_status_internal_error when calling `cublascreate(handle)`"],
     Kind::Unrecognised,
     Source::Unknown,
 )
@@ -1169,6 +1175,8 @@ const TORCH_SHM: Rule = any(
 const LOADER_SHM: Rule = any(
     &[
         "insufficient shared memory (shm)",
+        // The same as a person retypes it ("insufficient shared memery (shm)").
+        "insufficient shared memery",
         "is killed by signal: bus error",
         "workers are out of shared memory",
     ],
@@ -1242,6 +1250,8 @@ const TOOL_DISK: Rule = any(
         "will use too much disk space",
         "of disk space. merging to",
         "storage limit exceeded (",
+        // Japanese: "容量不足で失敗" (failed for lack of storage capacity).
+        "容量不足",
         // An installer's free-space check ("requires 78.0GiB disk space, has 17.8GiB").
         "disk space, has ",
     ],
@@ -1445,6 +1455,7 @@ const OOM_KILLER: Rule = any(
         // /dev/shm" (shared memory is RAM).
         "爆内存",
         "占满内存",
+        "内存爆了",
         // "超内存" (RAM exceeded; VRAM is 显存), and "dmesg发现OOM" (the kernel log showed the OOM killer).
         "超内存",
         "dmesg发现oom",
@@ -1528,6 +1539,9 @@ const SIGBUS: Rule = any(
 const RAY_OOM: Rule = any(
     &[
         "killed by sigkill by oom killer",
+        // The actor-death wording of the same list ("Some common causes include: (1) the process was killed by
+        // the OOM killer due to high memory usage, …"): read as the raylet's list is, the OOM killer first.
+        "the process was killed by the oom killer due to high memory usage",
         "node running low on memory",
         "ray.exceptions.outofmemoryerror",
         // The memory monitor's advice line links its OOM-prevention docs.
@@ -1781,6 +1795,12 @@ const SETUP_OR_IO: Rule = any(
         // Directory not empty"), EROFS ("[Errno 30] Read-only file system"), SQLite's corrupt file ("database
         // disk image is malformed").
         "[errno 39] directory not empty",
+        // EEXIST ("[Errno 17] File exists", ranks racing to make one folder); Windows' `ERROR_INVALID_FUNCTION`
+        // ("[WinError 1] "); NVML's permission error; a program's own "memory is corrupted".
+        "[errno 17] file exists",
+        "[winerror 1] ",
+        "nvmlerror_nopermission",
+        "memory is corrupted",
         // CUDA's driver-API name for an illegal address; Triton Inference Server's shared-memory registration (a
         // named POSIX region that does not exist); TensorRT's "FAILED_ALLOCATION: basic_string::_S_construct null
         // not valid" (a null string, not memory); Kokkos' cudaMalloc refused as `cudaErrorNotSupported`;
@@ -2012,6 +2032,8 @@ const NCCL_SHM_GONE: Rule =
 const SEGFAULT: Rule = any(
     &[
         "segmentation fault",
+        // The same in a Chinese locale (glibc's `strsignal`): "段错误 (核心已转储)".
+        "段错误",
         "sigsegv",
         // torch.distributed.elastic's report of a child killed by SIGSEGV (`multiprocessing/api.py`);
         // DeepSpeed's launcher (`launcher/launch.py`): "exits with return code = -11"; the DataLoader's
@@ -2500,6 +2522,10 @@ const NOT_EXHAUSTION: Rule = any(
         "to have one of the following scalar types",
         // An API changed between releases: "__init__() got an unexpected keyword argument".
         "got an unexpected keyword argument",
+        // NumPy's shape errors: "need at least one array to concatenate", "operands could not be broadcast
+        // together with shapes".
+        "need at least one array to concatenate",
+        "operands could not be broadcast together",
         // transformers' batched generation/classification without a pad token: "Cannot handle batch sizes > 1
         // if no padding token is defined."
         "cannot handle batch sizes > 1 if no padding token is defined",
