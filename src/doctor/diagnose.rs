@@ -494,6 +494,9 @@ const CUPY_OOM: Rule = any(
 const OTHER_DEVICE_OOM: Rule = any(
     &[
         "cumemalloc failed: out of memory",
+        // PhysX's GPU pipeline (Isaac Gym/Sim): "PxgCudaDeviceMemoryAllocator fail to allocate memory N bytes!!
+        // Result = 2" (`cudaErrorMemoryAllocation`).
+        "pxgcudadevicememoryallocator fail to allocate memory",
         // Rockchip's NPU runtime ("E RKNN: failed to malloc npu memory"); Qualcomm QNN ("Could not allocate
         // persistent weights buffer"); Xilinx XRT ("bo_ != XRT_NULL_BO allocation failure"); ggml's cuBLAS
         // handle with `CUBLAS_STATUS_ALLOC_FAILED`'s text ("CUDA error: the resource allocation failed").
@@ -515,6 +518,13 @@ const OTHER_DEVICE_OOM: Rule = any(
 const OTHER_HOST_OOM: Rule = any(
     &[
         "pi_error_out_of_host_memory",
+        // The JVM's circuit breakers guarding its heap (Elasticsearch/OpenSearch "circuit_breaking_exception …
+        // Data too large"); Milvus refusing a load its query node's memory would not hold ("OOM if load"); Ray's
+        // old memory monitor ("RayOutOfMemoryError: More than 95% of the memory on node … is used").
+        "circuit_breaking_exception",
+        "circuitbreakingexception",
+        "oom if load",
+        "rayoutofmemoryerror",
         // gcc's driver: "c++: fatal error: Killed signal terminated program cc1plus"; a pod's restart reason
         // ("OOMKill (memory exceeded limit, SIGKILL)").
         "killed signal terminated program",
@@ -1215,6 +1225,14 @@ const NCCL_SHM: Rule = any(
 );
 /// errno 28 ENOSPC on a line naming shared memory (`/dev/shm`, `shm`, "shared memory"): RAM, not disk.
 const SHM_ENOSPC: Rule = check(enospc_on_shm, Kind::Host, Source::SharedMemory);
+/// `inotify_add_watch` returns ENOSPC when the per-user watch limit (`fs.inotify.max_user_watches`) is reached,
+/// with the disk far from full: Omniverse's "Failed to create change watch for `…`: errno=28/No space left on
+/// device".
+const INOTIFY_LIMIT: Rule = any(
+    &["failed to create change watch"],
+    Kind::NotMemory,
+    Source::Unknown,
+);
 
 // ---- Disk ----
 
@@ -1250,6 +1268,8 @@ const TOOL_DISK: Rule = any(
         "will use too much disk space",
         "of disk space. merging to",
         "storage limit exceeded (",
+        // Elasticsearch's disk allocator: "flood stage disk watermark [95%] exceeded".
+        "flood stage disk watermark",
         // Japanese: "容量不足で失敗" (failed for lack of storage capacity).
         "容量不足",
         // An installer's free-space check ("requires 78.0GiB disk space, has 17.8GiB").
@@ -1798,6 +1818,21 @@ const SETUP_OR_IO: Rule = any(
         // EEXIST ("[Errno 17] File exists", ranks racing to make one folder); Windows' `ERROR_INVALID_FUNCTION`
         // ("[WinError 1] "); NVML's permission error; a program's own "memory is corrupted".
         "[errno 17] file exists",
+        // A library that cannot be loaded ("Library libcublas.so.12 is not found or cannot be loaded"),
+        // torchaudio without a decoder ("Couldn't find appropriate backend"), libsndfile opening a file, a sample
+        // rate ("40000 SR doesn't match target 48000 SR"), Chroma's embedding width, SQLite's lock, a connection
+        // the other side closed (Windows' "forcibly closed by the remote host"), PhysX kernels that fail to launch,
+        // Isaac's centre-of-mass rule and cuSolver's internal error: not memory.
+        "is not found or cannot be loaded",
+        "couldn't find appropriate backend",
+        "libsndfileerror: error opening",
+        "sr doesn't match target",
+        "invaliddimensionexception",
+        "database is locked",
+        "forcibly closed by the remote host",
+        "fail to launch kernel!!",
+        "center of mass cannot be set with gpu pipeline",
+        "cusolver internal error",
         "[winerror 1] ",
         "nvmlerror_nopermission",
         "memory is corrupted",
@@ -2708,6 +2743,7 @@ const RULES: &[Rule] = &[
     NCCL_SHM_DENIED,
     SEMLOCK_SHM,
     NCCL_SHM,
+    INOTIFY_LIMIT,
     SHM_ENOSPC,
     ENOSPC,
     HTTP_507,
