@@ -179,11 +179,12 @@ pub fn replay_training(p: &TrainingProgram) -> Replayed {
     let n = layers as usize;
     let mut grads: Vec<Group> = (0..=n).map(|_| Group::default()).collect();
     let mut states = Group::default();
-    let grad_total: f64 = stack
+    // Every gradient of the step, layer by layer and then the outer ones: what the optimizer walks.
+    let trained: Vec<f64> = stack
         .clone()
-        .flat_map(|l| l.grads.iter())
-        .chain(p.outer_grads.iter())
-        .sum();
+        .flat_map(|l| l.grads.iter().copied())
+        .chain(p.outer_grads.iter().copied())
+        .collect();
     let mut workspaces = Group::default();
     for step in 0..2 {
         if step == 0 {
@@ -266,23 +267,16 @@ pub fn replay_training(p: &TrainingProgram) -> Replayed {
         r.free(&mut logits);
         // Optimizer step.
         if step == 0 && p.state_ratio > 0.0 {
-            for g in stack
-                .clone()
-                .flat_map(|l| l.grads.iter())
-                .chain(p.outer_grads.iter())
-            {
+            // Two states a parameter (AdamW's moments), created at the first step.
+            for g in &trained {
                 for _ in 0..2 {
                     r.alloc(&mut states, g * p.state_ratio / 2.0);
                 }
             }
         }
-        if p.temp_ratio > 0.0 && grad_total > 0.0 {
+        if p.temp_ratio > 0.0 {
             let mut temps = Group::default();
-            for g in stack
-                .clone()
-                .flat_map(|l| l.grads.iter())
-                .chain(p.outer_grads.iter())
-            {
+            for g in &trained {
                 r.alloc(&mut temps, g * p.temp_ratio);
             }
             r.free(&mut temps);

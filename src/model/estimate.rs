@@ -281,7 +281,7 @@ pub fn estimate(job: &Job) -> Estimate {
 /// ([`super::alloc_program`]), where the job is one the step's program describes ([`training_program`]);
 /// `None` elsewhere. Its reserve and cache come from `CUDACachingAllocator.cpp`'s rules run on the estimate's
 /// own tensors rather than from the fitted shares of [`allocator::replay`]; it costs two steps' allocations
-/// (0.1–2 ms), so the page's interactive estimate keeps the fitted reserve and this is the CLI's.
+/// (0.3–4 ms), so the page's interactive estimate keeps the fitted reserve and this is the CLI's.
 pub fn block_replay(job: &Job) -> Option<BlockReplay> {
     let (job, _) = super::normalize::normalize(job);
     let job = &job;
